@@ -1,0 +1,304 @@
+/**
+ * The five algorithms as factories that validate and parse their options once and return a plain,
+ * frozen {@link Policy}. A policy holds parameters only; every store runs the same semantics on it
+ * (see `engine.ts` for the TypeScript implementation and `@sluice/redis` for the Lua one).
+ *
+ * Every number an algorithm keeps or compares is an integer (times in microseconds, windows in
+ * milliseconds), so TypeScript and Lua reach bit-identical decisions.
+ *
+ * @module
+ */
+import { type Duration, formatMs, toMs } from "./duration.js";
+import { SluiceConfigError, describe } from "./errors.js";
+
+interface PolicyCommon {
+  /** Name used in headers (`RateLimit-Policy`) and in storage keys. */
+  readonly name: string;
+  /** The quota reported in headers: `limit`, `capacity` or `burst`. */
+  readonly limit: number;
+  /** The `w` of `RateLimit-Policy`, in whole seconds. */
+  readonly windowSeconds: number;
+}
+
+/** A counter per fixed window `floor(now / windowMs)`. */
+export interface FixedWindowPolicy extends PolicyCommon {
+  readonly kind: "fixedWindow";
+  readonly windowMs: number;
+}
+
+/** Counts of the previous and current window, the previous one weighted by how much of it overlaps. */
+export interface SlidingWindowPolicy extends PolicyCommon {
+  readonly kind: "slidingWindow";
+  readonly windowMs: number;
+}
+
+/** An exact log of (time, cost) entries inside the window. */
+export interface SlidingLogPolicy extends PolicyCommon {
+  readonly kind: "slidingLog";
+  readonly windowMs: number;
+}
+
+/** A token bucket (starts full, refills continuously) stored as one GCRA timestamp. */
+export interface TokenBucketPolicy extends PolicyCommon {
+  readonly kind: "tokenBucket";
+  readonly capacity: number;
+  readonly refillRate: number;
+  readonly intervalMs: number;
+  /** GCRA emission interval `ceil(intervalMs * 1000 / refillRate)` in µs. */
+  readonly emissionIntervalUs: number;
+  /** Equal to `capacity`. */
+  readonly burst: number;
+  /** Always 0: a token bucket never shapes. */
+  readonly queue: 0;
+}
+
+/** A leaky bucket (GCRA meter) with an optional queue that delays instead of denying. */
+export interface LeakyBucketPolicy extends PolicyCommon {
+  readonly kind: "leakyBucket";
+  readonly rate: number;
+  readonly periodMs: number;
+  readonly burst: number;
+  readonly queue: number;
+  /** GCRA emission interval `ceil(periodMs * 1000 / rate)` in µs. */
+  readonly emissionIntervalUs: number;
+}
+
+/** One configured limit, as returned by the algorithm factories. */
+export type Policy =
+  | FixedWindowPolicy
+  | SlidingWindowPolicy
+  | SlidingLogPolicy
+  | TokenBucketPolicy
+  | LeakyBucketPolicy;
+
+/** The algorithm of a policy. */
+export type PolicyKind = Policy["kind"];
+
+/** Options of the three window algorithms. */
+export interface WindowOptions {
+  /** Requests (cost units) allowed per window: a positive safe integer. */
+  limit: number;
+  /** The window: milliseconds or a string like `"1m"`; at most 2^31-1 ms. */
+  window: Duration;
+  /** Name for headers and keys. Default `"<limit>-per-<window>"`, e.g. `"100-per-1m"`. */
+  name?: string;
+}
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Tokens the bucket holds when full (the burst): a positive safe integer. */
+  capacity: number;
+  /** Tokens added per `interval`: a positive safe integer. */
+  refillRate: number;
+  /** @default "1s" */
+  interval?: Duration;
+  /** Name for headers and keys. Default `"<capacity>-burst-<refillRate>-per-<interval>"`. */
+  name?: string;
+}
+
+/** Options of {@link leakyBucket}. */
+export interface LeakyBucketOptions {
+  /** Requests that drain per `period`: a positive safe integer. */
+  rate: number;
+  /** The period of `rate`, e.g. `"1s"`. */
+  period: Duration;
+  /** Requests that may pass at once on an empty bucket: a positive safe integer. */
+  burst: number;
+  /**
+   * Requests beyond the burst that are admitted with a `delayMs` (traffic shaping) instead of
+   * denied: a non-negative integer.
+   * @default 0
+   */
+  queue?: number;
+  /** Name for headers and keys. Default `"<burst>-burst-<rate>-per-<period>"` (`-queue-<n>` appended when queueing). */
+  name?: string;
+}
+
+/** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
+const MAX_GCRA_SPAN_US = 2 ** 50;
+const NAME_RE = /^[!#$%&'*+\-./0-9:<>?@A-Z[\]^_`a-z|~]{1,128}$/;
+
+function requireObject(options: unknown, factory: string): asserts options is Record<string, unknown> {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new SluiceConfigError(`${factory}() needs an options object; got ${describe(options)}`);
+  }
+}
+
+function positiveInt(value: unknown, option: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new SluiceConfigError(`${option} must be a positive safe integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+function nonNegativeInt(value: unknown, option: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new SluiceConfigError(`${option} must be a non-negative safe integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** Validates a policy name (used in headers and keys); `option` names it in the error. */
+export function validateName(value: unknown, option: string): string {
+  if (typeof value !== "string" || !NAME_RE.test(value)) {
+    throw new SluiceConfigError(
+      `${option} must be 1-128 visible ASCII characters without spaces, quotes, backslashes, commas, semicolons, "=" or braces; got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/** `ceil(a / b)` for non-negative safe integers, exactly. */
+function ceilDiv(a: number, b: number): number {
+  const rem = a % b;
+  return (a - rem) / b + (rem === 0 ? 0 : 1);
+}
+
+function windowPolicy<K extends "fixedWindow" | "slidingWindow" | "slidingLog">(kind: K, options: unknown) {
+  requireObject(options, kind);
+  const limit = positiveInt(options.limit, `${kind}: limit`);
+  const windowMs = toMs(options.window, `${kind}: window`);
+  if (kind === "slidingWindow" && limit * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new SluiceConfigError(
+      `slidingWindow: limit × window (in ms) must be at most 2^53-1 so the weighted count stays exact; got limit ${limit} and window ${windowMs} ms`,
+    );
+  }
+  const name =
+    options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, `${kind}: name`);
+  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000) });
+}
+
+/**
+ * Fixed window: at most `limit` cost units per window `floor(now / window)`. Cheapest and simplest;
+ * allows up to 2× `limit` across a window boundary.
+ *
+ * @example
+ * ```ts
+ * const perDay = fixedWindow({ limit: 1000, window: "1d" }); // name "1000-per-1d"
+ * ```
+ */
+export function fixedWindow(options: WindowOptions): FixedWindowPolicy {
+  return windowPolicy("fixedWindow", options);
+}
+
+/**
+ * Sliding window counter: the previous window's count weighted by its overlap with the last
+ * `window`, plus the current count. Smooth like a log at the memory cost of a fixed window.
+ * Requires `limit × window(ms) ≤ 2^53-1`.
+ *
+ * @example
+ * ```ts
+ * const perMinute = slidingWindow({ limit: 100, window: "1m" }); // name "100-per-1m"
+ * ```
+ */
+export function slidingWindow(options: WindowOptions): SlidingWindowPolicy {
+  return windowPolicy("slidingWindow", options);
+}
+
+/**
+ * Sliding log: an exact log of every admitted request's time and cost inside the last `window`.
+ * Exact, but keeps up to `limit` entries per key.
+ *
+ * @example
+ * ```ts
+ * const login = slidingLog({ limit: 5, window: "5m", name: "login" });
+ * ```
+ */
+export function slidingLog(options: WindowOptions): SlidingLogPolicy {
+  return windowPolicy("slidingLog", options);
+}
+
+function gcraTiming(amount: number, spanMs: number, burst: number, queue: number, factory: string) {
+  const emissionIntervalUs = Math.max(1, ceilDiv(spanMs * 1000, amount));
+  if ((burst + queue) * emissionIntervalUs > MAX_GCRA_SPAN_US) {
+    throw new SluiceConfigError(
+      `${factory}: the bucket would take longer than 2^50 µs (about 35 years) to drain; lower the burst/capacity or raise the rate`,
+    );
+  }
+  return emissionIntervalUs;
+}
+
+/**
+ * Token bucket: starts full with `capacity` tokens and refills `refillRate` tokens per `interval`,
+ * continuously. Stored as one integer per key (the GCRA form); `remaining` is the whole tokens left.
+ *
+ * @example
+ * ```ts
+ * const burst = tokenBucket({ capacity: 10, refillRate: 1 }); // 10 at once, then 1 per second
+ * ```
+ */
+export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
+  requireObject(options, "tokenBucket");
+  const capacity = positiveInt(options.capacity, "tokenBucket: capacity");
+  const refillRate = positiveInt(options.refillRate, "tokenBucket: refillRate");
+  const intervalMs = options.interval === undefined ? 1000 : toMs(options.interval, "tokenBucket: interval");
+  const emissionIntervalUs = gcraTiming(refillRate, intervalMs, capacity, 0, "tokenBucket");
+  const name =
+    options.name === undefined
+      ? `${capacity}-burst-${refillRate}-per-${formatMs(intervalMs)}`
+      : validateName(options.name, "tokenBucket: name");
+  return Object.freeze({
+    kind: "tokenBucket",
+    name,
+    limit: capacity,
+    windowSeconds: ceilRatioSeconds(capacity, intervalMs, refillRate),
+    capacity,
+    refillRate,
+    intervalMs,
+    emissionIntervalUs,
+    burst: capacity,
+    queue: 0,
+  });
+}
+
+/**
+ * Leaky bucket (GCRA): `rate` requests drain per `period`; up to `burst` pass at once; with `queue`,
+ * up to `queue` more pass with a `delayMs` to wait before serving (shaping) instead of a denial.
+ *
+ * @example
+ * ```ts
+ * const shaped = leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 3 });
+ * // at t=0: five pass, the 6th-8th pass with delayMs 100, 200, 300, the 9th is denied
+ * ```
+ */
+export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
+  requireObject(options, "leakyBucket");
+  const rate = positiveInt(options.rate, "leakyBucket: rate");
+  const periodMs = toMs(options.period, "leakyBucket: period");
+  const burst = positiveInt(options.burst, "leakyBucket: burst");
+  const queue = options.queue === undefined ? 0 : nonNegativeInt(options.queue, "leakyBucket: queue");
+  const emissionIntervalUs = gcraTiming(rate, periodMs, burst, queue, "leakyBucket");
+  const name =
+    options.name === undefined
+      ? `${burst}-burst-${rate}-per-${formatMs(periodMs)}${queue > 0 ? `-queue-${queue}` : ""}`
+      : validateName(options.name, "leakyBucket: name");
+  return Object.freeze({
+    kind: "leakyBucket",
+    name,
+    limit: burst,
+    windowSeconds: ceilRatioSeconds(burst, periodMs, rate),
+    rate,
+    periodMs,
+    burst,
+    queue,
+    emissionIntervalUs,
+  });
+}
+
+/** `ceil(count * spanMs / amount / 1000)`: the seconds an empty bucket takes to refill `count`. */
+function ceilRatioSeconds(count: number, spanMs: number, amount: number): number {
+  const numerator = count * spanMs;
+  const denominator = amount * 1000;
+  if (Number.isSafeInteger(numerator) && Number.isSafeInteger(denominator)) return ceilDiv(numerator, denominator);
+  return Math.ceil(numerator / denominator);
+}
+
+const KINDS: ReadonlySet<string> = new Set(["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"]);
+
+/** True if `value` looks like a policy made by one of the factories. */
+export function isPolicy(value: unknown): value is Policy {
+  return (
+    typeof value === "object" && value !== null && KINDS.has((value as { kind?: unknown }).kind as string) &&
+    typeof (value as { name?: unknown }).name === "string"
+  );
+}

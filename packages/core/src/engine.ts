@@ -1,0 +1,387 @@
+/**
+ * The algorithms' semantics in TypeScript, shared by every store that runs in JavaScript (the
+ * memory store, the Durable Object). `@sluice/redis` mirrors this file in Lua; the conformance
+ * suite and the recorded vectors keep the two identical.
+ *
+ * State lives in a `Float64Array` (numbers) plus, for the sliding log only, an array slot holding
+ * its entries. An all-zero state is the empty state for every algorithm.
+ *
+ * Integer arithmetic throughout: `nowUs` is integer microseconds; the window algorithms work on
+ * `nowMs = floor(nowUs / 1000)` and whole-ms windows (the sliding window's weighted sum
+ * `limit × window` must stay below 2^53, which is why it is kept in ms, not µs); the log and the
+ * GCRA buckets keep µs. Every value handed out is rounded up to whole ms.
+ *
+ * @module
+ */
+import type { Policy, PolicyKind } from "./algorithms.js";
+import type { PolicyResult } from "./types.js";
+
+/** How many numbers of state each algorithm keeps per key. */
+export const NUM_WIDTH: Readonly<Record<PolicyKind, number>> = {
+  fixedWindow: 2, // [window index, count]
+  slidingWindow: 3, // [window index, previous count, current count]
+  slidingLog: 1, // [sum of the stored entries' costs]
+  tokenBucket: 1, // [theoretical arrival time, µs]
+  leakyBucket: 1, // [theoretical arrival time, µs]
+};
+
+/** How many object slots each algorithm keeps per key (the sliding log's entry array). */
+export const OBJ_WIDTH: Readonly<Record<PolicyKind, number>> = {
+  fixedWindow: 0,
+  slidingWindow: 0,
+  slidingLog: 1,
+  tokenBucket: 0,
+  leakyBucket: 0,
+};
+
+/** The largest cost a policy can ever admit (beyond it: `cost-exceeds-limit`). */
+export function maxCost(policy: Policy): number {
+  return policy.kind === "tokenBucket" || policy.kind === "leakyBucket" ? policy.burst + policy.queue : policy.limit;
+}
+
+function result(
+  policy: Policy,
+  allowed: boolean,
+  remaining: number,
+  resetAt: number,
+  retryAfterMs: number,
+  delayMs: number,
+): PolicyResult {
+  return { policy: policy.name, allowed, limit: policy.limit, remaining, resetAt, retryAfterMs, delayMs };
+}
+
+/**
+ * Evaluates one policy for `cost` at `nowUs`. If allowed and `write`, stores the new state. A denied
+ * request writes nothing. Returns the policy's result: after consumption when allowed, the state now
+ * when denied.
+ */
+export function evaluate(
+  policy: Policy,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+): PolicyResult {
+  switch (policy.kind) {
+    case "tokenBucket":
+    case "leakyBucket":
+      return gcra(policy, num, off, nowUs, cost, write);
+    case "fixedWindow":
+      return fixed(policy, num, off, nowUs, cost, write);
+    case "slidingWindow":
+      return sliding(policy, num, off, nowUs, cost, write);
+    case "slidingLog":
+      return log(policy, num, off, obj, oOff, nowUs, cost, write);
+  }
+}
+
+/**
+ * The policy's state now, consuming nothing, reported as allowed: used for a policy that would have
+ * allowed a request another policy denied. (An infinite cost takes every algorithm's denial path,
+ * which computes exactly the state now; the flags are then set for "would have allowed".)
+ */
+export function stateNow(
+  policy: Policy,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+): PolicyResult {
+  const r = evaluate(policy, num, off, obj, oOff, nowUs, Infinity, false);
+  r.allowed = true;
+  r.retryAfterMs = 0;
+  return r;
+}
+
+/** `peek`: whether a cost-1 request would pass now, with `remaining`/`resetAt` of the state now. */
+export function peekPolicy(
+  policy: Policy,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+): PolicyResult {
+  const r = evaluate(policy, num, off, obj, oOff, nowUs, 1, false);
+  if (r.allowed) {
+    const now = stateNow(policy, num, off, obj, oOff, nowUs);
+    r.remaining = now.remaining;
+    r.resetAt = now.resetAt;
+  }
+  return r;
+}
+
+function fixed(
+  policy: Extract<Policy, { kind: "fixedWindow" }>,
+  num: Float64Array,
+  off: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+): PolicyResult {
+  const windowMs = policy.windowMs;
+  const limit = policy.limit;
+  const nowMs = Math.floor(nowUs / 1000);
+  const idx = Math.floor(nowMs / windowMs);
+  const count = num[off] === idx ? (num[off + 1] as number) : 0;
+  const resetAt = (idx + 1) * windowMs;
+  if (cost <= limit - count) {
+    if (write) {
+      num[off] = idx;
+      num[off + 1] = count + cost;
+    }
+    return result(policy, true, limit - count - cost, resetAt, 0, 0);
+  }
+  return result(policy, false, limit - count, resetAt, cost > limit ? Infinity : resetAt - nowMs, 0);
+}
+
+function sliding(
+  policy: Extract<Policy, { kind: "slidingWindow" }>,
+  num: Float64Array,
+  off: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+): PolicyResult {
+  const W = policy.windowMs;
+  const limit = policy.limit;
+  const nowMs = Math.floor(nowUs / 1000);
+  const idx = Math.floor(nowMs / W);
+  const r = nowMs - idx * W;
+  const storedIdx = num[off];
+  let prev = 0;
+  let cur = 0;
+  if (storedIdx === idx) {
+    prev = num[off + 1] as number;
+    cur = num[off + 2] as number;
+  } else if (storedIdx === idx - 1) {
+    prev = num[off + 2] as number;
+  }
+  // allowed iff prev*(W-r) + (cur+cost)*W <= limit*W, written so that no product exceeds limit*W
+  const weighted = prev * (W - r);
+  const left = Math.floor((limit * W - weighted) / W); // limit minus the weighted previous count, rounded down
+  if (cost <= limit - cur && weighted <= (limit - cur - cost) * W) {
+    const after = cur + cost;
+    if (write) {
+      num[off] = idx;
+      num[off + 1] = prev;
+      num[off + 2] = after;
+    }
+    return result(policy, true, Math.max(0, left - after), (idx + 2) * W, 0, 0);
+  }
+  const resetAt = cur > 0 ? (idx + 2) * W : prev > 0 ? (idx + 1) * W : nowMs;
+  const retryAfterMs = cost > limit ? Infinity : slidingRetry(W, limit, r, prev, cur, cost);
+  return result(policy, false, Math.max(0, left - cur), resetAt, retryAfterMs, 0);
+}
+
+/** The least whole `d >= 0` (ms) at which the same request passes with the state unchanged. */
+function slidingRetry(W: number, limit: number, r: number, prev: number, cur: number, cost: number): number {
+  const k = limit - cur - cost;
+  if (k >= 0 && prev > 0) {
+    // same window: prev*(W - r - d) <= k*W  <=>  d >= W - r - floor(k*W/prev)
+    const m = Math.floor((k * W) / prev);
+    if (m > 0) return W - r - m;
+  }
+  // the window rolls over after W - r: then prev = cur, cur = 0, and r' must satisfy
+  // cur*(W - r') <= (limit - cost)*W
+  const toNext = W - r;
+  if (cur === 0) return toNext;
+  return toNext + Math.max(0, W - Math.floor(((limit - cost) * W) / cur));
+}
+
+function log(
+  policy: Extract<Policy, { kind: "slidingLog" }>,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+): PolicyResult {
+  const windowUs = policy.windowMs * 1000;
+  const limit = policy.limit;
+  const cutoff = nowUs - windowUs; // entries at or before the cutoff have left the window
+  let entries = obj[oOff] as number[] | undefined; // flat [time, cost, time, cost, ...], oldest first
+  let sum = num[off] as number;
+  let start = 0;
+  const n = entries === undefined ? 0 : entries.length;
+  if (entries !== undefined) {
+    while (start < n && (entries[start] as number) <= cutoff) {
+      sum -= entries[start + 1] as number;
+      start += 2;
+    }
+  }
+  if (cost <= limit - sum) {
+    if (write) {
+      if (entries === undefined) {
+        entries = [];
+        obj[oOff] = entries;
+      } else if (start > 0) {
+        entries.splice(0, start);
+      }
+      const len = entries.length;
+      if (len > 0 && entries[len - 2] === nowUs) entries[len - 1] = (entries[len - 1] as number) + cost;
+      else entries.push(nowUs, cost);
+      num[off] = sum + cost;
+    }
+    return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0);
+  }
+  const newest = start < n ? ((entries as number[])[n - 2] as number) : undefined;
+  const resetAt = Math.ceil((newest === undefined ? nowUs : newest + windowUs) / 1000);
+  let retryAfterMs = Infinity;
+  if (cost <= limit) {
+    // the oldest entries must leave until sum + cost <= limit; entry t leaves at t + window
+    const need = sum + cost - limit;
+    let freed = 0;
+    for (let i = start; i < n; i += 2) {
+      freed += (entries as number[])[i + 1] as number;
+      if (freed >= need) {
+        retryAfterMs = Math.ceil((((entries as number[])[i] as number) + windowUs - nowUs) / 1000);
+        break;
+      }
+    }
+  }
+  return result(policy, false, limit - sum, resetAt, retryAfterMs, 0);
+}
+
+function gcra(
+  policy: Extract<Policy, { kind: "tokenBucket" | "leakyBucket" }>,
+  num: Float64Array,
+  off: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+): PolicyResult {
+  const T = policy.emissionIntervalUs;
+  const burst = policy.burst;
+  const queue = policy.queue;
+  const stored = num[off] as number;
+  const tat = stored > nowUs ? stored : nowUs;
+  if (cost <= burst + queue) {
+    const newTat = tat + cost * T;
+    const diff = nowUs - (newTat - burst * T);
+    if (diff >= 0) {
+      if (write) num[off] = newTat;
+      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0);
+    }
+    if (diff >= -queue * T) {
+      if (write) num[off] = newTat;
+      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000));
+    }
+    const remaining = Math.max(0, Math.floor((nowUs - tat + burst * T) / T));
+    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0);
+  }
+  const remaining = Math.max(0, Math.floor((nowUs - tat + burst * T) / T));
+  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0);
+}
+
+/** Where each policy's state sits inside one key's record. Computed once per namespace. */
+export interface Layout {
+  readonly policies: readonly Policy[];
+  readonly numOffsets: readonly number[];
+  readonly objOffsets: readonly number[];
+  /** Numbers per key. */
+  readonly numStride: number;
+  /** Object slots per key (0 unless a sliding log is configured). */
+  readonly objStride: number;
+  /** The largest cost every policy can admit; beyond it the request is `cost-exceeds-limit`. */
+  readonly maxCost: number;
+}
+
+/** Computes the state layout of a list of policies. */
+export function layoutOf(policies: readonly Policy[]): Layout {
+  const numOffsets: number[] = [];
+  const objOffsets: number[] = [];
+  let numStride = 0;
+  let objStride = 0;
+  let max = Infinity;
+  for (const p of policies) {
+    numOffsets.push(numStride);
+    objOffsets.push(objStride);
+    numStride += NUM_WIDTH[p.kind];
+    objStride += OBJ_WIDTH[p.kind];
+    max = Math.min(max, maxCost(p));
+  }
+  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max };
+}
+
+/**
+ * Runs one decision over every policy of a key, all or nothing: if every policy allows `cost`, all
+ * consume; otherwise none does, and the policies that would have allowed report their state now.
+ */
+export function consumeAll(
+  layout: Layout,
+  num: Float64Array,
+  base: number,
+  obj: unknown[],
+  oBase: number,
+  nowUs: number,
+  cost: number,
+): PolicyResult[] {
+  const policies = layout.policies;
+  const { numOffsets, objOffsets } = layout;
+  if (policies.length === 1) {
+    return [evaluate(policies[0] as Policy, num, base, obj, oBase, nowUs, cost, true)];
+  }
+  const results: PolicyResult[] = new Array(policies.length);
+  let allowed = true;
+  for (let i = 0; i < policies.length; i++) {
+    const r = evaluate(policies[i] as Policy, num, base + (numOffsets[i] as number), obj, oBase + (objOffsets[i] as number), nowUs, cost, false);
+    results[i] = r;
+    if (!r.allowed) allowed = false;
+  }
+  for (let i = 0; i < policies.length; i++) {
+    const p = policies[i] as Policy;
+    const off = base + (numOffsets[i] as number);
+    const oOff = oBase + (objOffsets[i] as number);
+    if (allowed) results[i] = evaluate(p, num, off, obj, oOff, nowUs, cost, true);
+    else if ((results[i] as PolicyResult).allowed) results[i] = stateNow(p, num, off, obj, oOff, nowUs);
+  }
+  return results;
+}
+
+/** `peek` over every policy of a key. */
+export function peekAll(
+  layout: Layout,
+  num: Float64Array,
+  base: number,
+  obj: unknown[],
+  oBase: number,
+  nowUs: number,
+): PolicyResult[] {
+  const policies = layout.policies;
+  const results: PolicyResult[] = new Array(policies.length);
+  for (let i = 0; i < policies.length; i++) {
+    results[i] = peekPolicy(
+      policies[i] as Policy,
+      num,
+      base + (layout.numOffsets[i] as number),
+      obj,
+      oBase + (layout.objOffsets[i] as number),
+      nowUs,
+    );
+  }
+  return results;
+}
+
+/** When (µs) the policy's state becomes the empty state again: its natural expiry. 0 if already empty. */
+export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number): number {
+  switch (policy.kind) {
+    case "tokenBucket":
+    case "leakyBucket":
+      return num[off] as number;
+    case "fixedWindow":
+      return ((num[off] as number) + 1) * policy.windowMs * 1000;
+    case "slidingWindow":
+      return ((num[off] as number) + 2) * policy.windowMs * 1000;
+    case "slidingLog": {
+      const entries = obj[oOff] as number[] | undefined;
+      return entries === undefined || entries.length === 0 ? 0 : (entries[entries.length - 2] as number) + policy.windowMs * 1000;
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Errors thrown by Sluice. A denial is never an error: it is a {@link Decision} with
+ * `allowed: false`. These classes are for misconfiguration and bad input only.
+ *
+ * @module
+ */
+
+/** Base class of every error Sluice throws. Messages start with `[sluice]`. */
+export class SluiceError extends Error {
+  override name: string = "SluiceError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message.startsWith("[sluice]") ? message : `[sluice] ${message}`, options);
+  }
+}
+
+/**
+ * A configuration mistake: thrown synchronously by factories and constructors (and by a tiered
+ * guard at the first request that names an unknown tier). The message names the option, the value
+ * and what is allowed.
+ *
+ * @example
+ * ```ts
+ * try { fixedWindow({ limit: 0, window: "1m" }); }
+ * catch (e) { e instanceof SluiceConfigError; // true: "limit must be a positive safe integer, got 0"
+ * }
+ * ```
+ */
+export class SluiceConfigError extends SluiceError {
+  override name = "SluiceConfigError" as const;
+}
+
+/**
+ * Bad input at request time (a cost that is not a positive safe integer, a key that is not a
+ * non-empty string). Thrown before any state is read or written.
+ *
+ * @example
+ * ```ts
+ * await limiter.limit("user:1", { cost: 0 }); // rejects with SluiceInputError
+ * ```
+ */
+export class SluiceInputError extends SluiceError {
+  override name = "SluiceInputError" as const;
+}
+
+/** Formats a value for an error message: strings quoted, everything else as written in code. */
+export function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return String(value);
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "function") return "a function";
+  return "an object";
+}

@@ -1,0 +1,84 @@
+/**
+ * Sluice core: the algorithms, the `RateLimiter`, the `Store` contract and `MemoryStore`, and the
+ * Fetch-level pieces (guard, headers, 429 response, client identity) that every adapter wraps.
+ * No runtime dependencies, no Node APIs: it runs wherever the Fetch API runs.
+ *
+ * @module
+ */
+export {
+  fixedWindow,
+  slidingWindow,
+  slidingLog,
+  tokenBucket,
+  leakyBucket,
+  isPolicy,
+  type Policy,
+  type PolicyKind,
+  type FixedWindowPolicy,
+  type SlidingWindowPolicy,
+  type SlidingLogPolicy,
+  type TokenBucketPolicy,
+  type LeakyBucketPolicy,
+  type WindowOptions,
+  type TokenBucketOptions,
+  type LeakyBucketOptions,
+} from "./algorithms.js";
+export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
+export { SluiceError, SluiceConfigError, SluiceInputError } from "./errors.js";
+export {
+  RateLimiter,
+  toDecision,
+  STORE_FAILURE_RETRY_MS,
+  type RateLimiterOptions,
+  type LimitOptions,
+  type StoreErrorMode,
+} from "./limiter.js";
+export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
+export {
+  evaluate,
+  stateNow,
+  peekPolicy,
+  consumeAll,
+  peekAll,
+  layoutOf,
+  expiresAtUs,
+  maxCost,
+  NUM_WIDTH,
+  OBJ_WIDTH,
+  type Layout,
+} from "./engine.js";
+export {
+  setRateLimitHeaders,
+  resolveHeaderStyles,
+  ietfPolicyHeader,
+  DEFAULT_HEADER_STYLES,
+  type HeaderStyle,
+  type HeadersOption,
+} from "./headers.js";
+export {
+  limitedResponse,
+  quotaExceededProblem,
+  QUOTA_EXCEEDED_TYPE,
+  QUOTA_EXCEEDED_TITLE,
+  type QuotaExceededProblem,
+} from "./response.js";
+export { clientIp, normalizeIp, validateClientIpOptions, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
+export {
+  createGuard,
+  type Guard,
+  type GuardOptions,
+  type GuardCommonOptions,
+  type LimiterGuardOptions,
+  type TieredGuardOptions,
+  type GuardResult,
+} from "./guard.js";
+export type {
+  Decision,
+  DecisionReason,
+  PolicyResult,
+  Store,
+  BoundStore,
+  StoreNamespace,
+  StoreResult,
+  MaybePromise,
+} from "./types.js";

@@ -1,0 +1,301 @@
+import { type Policy, isPolicy, validateName } from "./algorithms.js";
+import { SluiceConfigError, SluiceError, SluiceInputError, describe } from "./errors.js";
+import { MemoryStore } from "./memory-store.js";
+import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
+
+/** What the limiter does when its store fails or times out. */
+export type StoreErrorMode = "fallback" | "allow" | "deny";
+
+/** Options of {@link RateLimiter}. */
+export interface RateLimiterOptions {
+  /** One policy or several; a request must pass all of them (all or nothing). */
+  limits: Policy | readonly Policy[];
+  /**
+   * Where state lives.
+   * @default new MemoryStore()
+   */
+  store?: Store;
+  /**
+   * Key namespace: limiters with different prefixes never share state.
+   * @default "sluice"
+   */
+  prefix?: string;
+  /**
+   * On a store failure or timeout: `"fallback"` runs the same limits in a per-instance
+   * `MemoryStore` (limiting goes on, looser); `"allow"` fails open; `"deny"` fails closed (for auth
+   * routes). The decision's `reason` is `"store-error"` or `"timeout"` either way.
+   * @default "fallback"
+   */
+  onStoreError?: StoreErrorMode;
+  /**
+   * Milliseconds a store call may take before it counts as a failure (`reason: "timeout"`). Only
+   * asynchronous stores can time out.
+   * @default undefined (no timeout)
+   */
+  timeoutMs?: number;
+  /** Called with the error whenever a store call fails or times out (for logs and metrics). */
+  onStoreFailure?: (error: unknown) => void;
+}
+
+/** Options of one {@link RateLimiter.limit} call. */
+export interface LimitOptions {
+  /**
+   * Units this request consumes: a positive safe integer.
+   * @default 1
+   */
+  cost?: number;
+}
+
+/** A resolved promise shared by every decision that has no background work. */
+const NO_PENDING: Promise<void> = Promise.resolve();
+/** `retryAfterMs` of a fail-closed decision (`onStoreError: "deny"`): ask clients to come back in a second. */
+export const STORE_FAILURE_RETRY_MS = 1000;
+
+class StoreTimeoutError extends SluiceError {
+  override name = "StoreTimeoutError";
+}
+
+function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown }).then === "function";
+}
+
+/** Throws `SluiceInputError` unless `key` is a non-empty string. */
+export function assertKey(key: unknown): asserts key is string {
+  if (typeof key !== "string" || key.length === 0) {
+    throw new SluiceInputError(`key must be a non-empty string; got ${describe(key)}`);
+  }
+}
+
+function costOf(options: LimitOptions | undefined): number {
+  if (options === undefined) return 1;
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceInputError(`limit() options must be an object like { cost: 1 }; got ${describe(options)}`);
+  }
+  const cost = options.cost;
+  if (cost === undefined) return 1;
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+  }
+  return cost;
+}
+
+/**
+ * Combines per-policy results into a {@link Decision}. The binding policy is, when denied, the
+ * denying policy with the largest `retryAfterMs` (first on ties); when allowed, the policy with the
+ * least `remaining` (first on ties).
+ */
+export function toDecision(result: StoreResult, reason?: DecisionReason): Decision {
+  const policies = result.policies;
+  let allowed = true;
+  for (let i = 0; i < policies.length; i++) if (!(policies[i] as PolicyResult).allowed) allowed = false;
+  let binding = policies[0] as PolicyResult;
+  let delayMs = 0;
+  if (allowed) {
+    for (let i = 0; i < policies.length; i++) {
+      const r = policies[i] as PolicyResult;
+      if (r.remaining < binding.remaining) binding = r;
+      if (r.delayMs > delayMs) delayMs = r.delayMs;
+    }
+  } else {
+    let found = false;
+    for (let i = 0; i < policies.length; i++) {
+      const r = policies[i] as PolicyResult;
+      if (!r.allowed && (!found || r.retryAfterMs > binding.retryAfterMs)) {
+        binding = r;
+        found = true;
+      }
+    }
+  }
+  return {
+    allowed,
+    now: result.now,
+    limit: binding.limit,
+    remaining: binding.remaining,
+    resetAt: binding.resetAt,
+    retryAfterMs: allowed ? 0 : binding.retryAfterMs,
+    delayMs,
+    policy: binding.policy,
+    policies,
+    reason: reason ?? (allowed ? "ok" : binding.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
+    pending: NO_PENDING,
+  };
+}
+
+/**
+ * Checks keys against one or more policies in a store. `limit()` never rejects for a denial: it
+ * returns a {@link Decision}. It rejects only for bad input ({@link SluiceInputError}).
+ *
+ * @example
+ * ```ts
+ * import { RateLimiter, tokenBucket, fixedWindow } from "@sluice/core";
+ *
+ * const limiter = new RateLimiter({
+ *   limits: [tokenBucket({ capacity: 10, refillRate: 1 }), fixedWindow({ limit: 1000, window: "1d" })],
+ * });
+ * const decision = await limiter.limit("user:42");
+ * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
+ * ```
+ */
+export class RateLimiter {
+  /** The policies, in order. */
+  readonly policies: readonly Policy[];
+  /** The key namespace. */
+  readonly prefix: string;
+  readonly store: Store;
+  readonly onStoreError: StoreErrorMode;
+  readonly timeoutMs: number | undefined;
+  readonly #namespace: StoreNamespace;
+  readonly #bound: BoundStore;
+  readonly #onStoreFailure: ((error: unknown) => void) | undefined;
+  #fallback: BoundStore | undefined;
+
+  constructor(options: RateLimiterOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new SluiceConfigError(`RateLimiter needs an options object with limits; got ${describe(options)}`);
+    }
+    const limits = Array.isArray(options.limits) ? options.limits : [options.limits];
+    if (limits.length === 0) throw new SluiceConfigError("RateLimiter: limits must name at least one policy; got an empty array");
+    const names = new Set<string>();
+    for (const [i, policy] of limits.entries()) {
+      if (!isPolicy(policy)) {
+        throw new SluiceConfigError(
+          `RateLimiter: limits[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket() or leakyBucket(); got ${describe(policy)}`,
+        );
+      }
+      if (names.has(policy.name)) {
+        throw new SluiceConfigError(`RateLimiter: two limits are named ${describe(policy.name)}; give one a distinct name option`);
+      }
+      names.add(policy.name);
+    }
+    const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "RateLimiter: prefix");
+    const onStoreError = options.onStoreError ?? "fallback";
+    if (onStoreError !== "fallback" && onStoreError !== "allow" && onStoreError !== "deny") {
+      throw new SluiceConfigError(`RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`);
+    }
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)) {
+      throw new SluiceConfigError(`RateLimiter: timeoutMs must be a positive integer of milliseconds; got ${describe(timeoutMs)}`);
+    }
+    const store = options.store ?? new MemoryStore();
+    if (typeof (store as Partial<Store>).bind !== "function") {
+      throw new SluiceConfigError(`RateLimiter: store must implement bind(namespace); got ${describe(store)}`);
+    }
+    if (options.onStoreFailure !== undefined && typeof options.onStoreFailure !== "function") {
+      throw new SluiceConfigError(`RateLimiter: onStoreFailure must be a function; got ${describe(options.onStoreFailure)}`);
+    }
+    this.policies = Object.freeze([...limits]);
+    this.prefix = prefix;
+    this.store = store;
+    this.onStoreError = onStoreError;
+    this.timeoutMs = timeoutMs;
+    this.#onStoreFailure = options.onStoreFailure;
+    this.#namespace = Object.freeze({ prefix, policies: this.policies });
+    this.#bound = store.bind(this.#namespace);
+  }
+
+  /**
+   * Checks every policy for `key` and, if all allow, consumes `cost` from each — atomically.
+   * Rejects only with {@link SluiceInputError} (bad key or cost), before touching any state.
+   *
+   * @example
+   * ```ts
+   * const d = await limiter.limit("user:42", { cost: 5 });
+   * ```
+   */
+  async limit(key: string, options?: LimitOptions): Promise<Decision> {
+    assertKey(key);
+    const cost = costOf(options);
+    let result: MaybePromise<StoreResult>;
+    try {
+      result = this.#bound.consume(key, cost);
+      if (isThenable(result)) result = await this.#withTimeout(result);
+    } catch (error) {
+      return this.#failed(error, (fallback) => fallback.consume(key, cost) as StoreResult);
+    }
+    return toDecision(result);
+  }
+
+  /**
+   * The state of `key` now without consuming anything: `remaining`/`resetAt` describe the state
+   * now; `allowed`/`retryAfterMs` say whether a cost-1 request would pass.
+   *
+   * @example
+   * ```ts
+   * const { remaining } = await limiter.peek("user:42");
+   * ```
+   */
+  async peek(key: string): Promise<Decision> {
+    assertKey(key);
+    let result: MaybePromise<StoreResult>;
+    try {
+      result = this.#bound.peek(key);
+      if (isThenable(result)) result = await this.#withTimeout(result);
+    } catch (error) {
+      return this.#failed(error, (fallback) => fallback.peek(key) as StoreResult);
+    }
+    return toDecision(result);
+  }
+
+  /**
+   * Forgets every policy's state for `key` (in the store and in the fallback store).
+   * Rejects if the store fails: a reset that did not happen must not look done.
+   *
+   * @example
+   * ```ts
+   * await limiter.reset("user:42");
+   * ```
+   */
+  async reset(key: string): Promise<void> {
+    assertKey(key);
+    await this.#fallback?.reset(key);
+    const done = this.#bound.reset(key);
+    if (isThenable(done)) await this.#withTimeout(done);
+  }
+
+  #withTimeout<T>(promise: Promise<T>): Promise<T> {
+    const timeoutMs = this.timeoutMs;
+    if (timeoutMs === undefined) return promise;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new StoreTimeoutError(`store did not answer within timeoutMs (${timeoutMs} ms)`)),
+        timeoutMs,
+      );
+      promise.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #failed(error: unknown, viaFallback: (fallback: BoundStore) => StoreResult): Decision {
+    if (error instanceof SluiceConfigError || error instanceof SluiceInputError) throw error;
+    const reason: DecisionReason = error instanceof StoreTimeoutError ? "timeout" : "store-error";
+    try {
+      this.#onStoreFailure?.(error);
+    } catch {
+      // a failing logger must not turn a decision into an exception
+    }
+    if (this.onStoreError === "fallback") {
+      this.#fallback ??= new MemoryStore().bind(this.#namespace);
+      return toDecision(viaFallback(this.#fallback), reason);
+    }
+    const now = Date.now();
+    const allowed = this.onStoreError === "allow";
+    const policies: PolicyResult[] = this.policies.map((p) => ({
+      policy: p.name,
+      allowed,
+      limit: p.limit,
+      remaining: allowed ? p.limit : 0,
+      resetAt: allowed ? now : now + STORE_FAILURE_RETRY_MS,
+      retryAfterMs: allowed ? 0 : STORE_FAILURE_RETRY_MS,
+      delayMs: 0,
+    }));
+    return toDecision({ now, policies }, reason);
+  }
+}

@@ -1,0 +1,55 @@
+import type { Decision } from "./types.js";
+
+/** The RFC 9457 problem type of a quota that is exhausted (IANA HTTP Problem Types registry). */
+export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+/** The registered title of {@link QUOTA_EXCEEDED_TYPE}. */
+export const QUOTA_EXCEEDED_TITLE = "Request cannot be satisfied as assigned quota has been exceeded";
+
+/** The JSON body of the default 429 response. */
+export interface QuotaExceededProblem {
+  type: typeof QUOTA_EXCEEDED_TYPE;
+  title: string;
+  status: 429;
+  detail: string;
+  /** Seconds until the same request can pass; `null` if it never can. */
+  retryAfter: number | null;
+  /** Names of the policies that denied the request. */
+  "violated-policies": string[];
+}
+
+/** The `application/problem+json` body for a denied decision. */
+export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
+  const retryAfter = Number.isFinite(decision.retryAfterMs) ? Math.max(0, Math.ceil(decision.retryAfterMs / 1000)) : null;
+  const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
+  let detail: string;
+  if (decision.reason === "store-error" || decision.reason === "timeout") {
+    detail = `The rate limiter's store is unavailable and this route fails closed; retry after ${retryAfter} seconds.`;
+  } else if (retryAfter === null) {
+    detail = `The request's cost exceeds the quota of policy "${decision.policy}" and can never be allowed.`;
+  } else {
+    detail = `Quota of policy "${decision.policy}" exceeded; retry after ${retryAfter} seconds.`;
+  }
+  return {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: QUOTA_EXCEEDED_TITLE,
+    status: 429,
+    detail,
+    retryAfter,
+    "violated-policies": violated,
+  };
+}
+
+/**
+ * The default 429 response for a denied decision: an RFC 9457 `application/problem+json` body,
+ * with `headers` (the rate-limit headers) attached.
+ *
+ * @example
+ * ```ts
+ * if (!decision.allowed) return limitedResponse(decision, headers);
+ * ```
+ */
+export function limitedResponse(decision: Decision, headers: Headers): Response {
+  const responseHeaders = new Headers(headers);
+  responseHeaders.set("Content-Type", "application/problem+json");
+  return new Response(JSON.stringify(quotaExceededProblem(decision)), { status: 429, headers: responseHeaders });
+}

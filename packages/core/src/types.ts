@@ -1,0 +1,104 @@
+import type { Policy } from "./algorithms.js";
+
+/** A value, or a promise of it: the in-memory store answers synchronously. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** Why a decision came out the way it did. */
+export type DecisionReason = "ok" | "limit" | "cost-exceeds-limit" | "cached-deny" | "store-error" | "timeout";
+
+/** The outcome for one configured policy. */
+export interface PolicyResult {
+  /** The policy's name. */
+  policy: string;
+  /** Whether this policy allowed the request (a policy that would have allowed a denied request says `true` and reports its state unchanged). */
+  allowed: boolean;
+  /** The policy's quota (`limit`, `capacity` or `burst`). */
+  limit: number;
+  /** Whole units left after this request (state now if nothing was consumed), `>= 0`. */
+  remaining: number;
+  /** Epoch ms when the policy is back to its full quota, rounded up. */
+  resetAt: number;
+  /** 0 if allowed; else ms until the same cost can pass; `Infinity` if it never can. */
+  retryAfterMs: number;
+  /** > 0 only for a leaky bucket with a queue: wait this long before serving. */
+  delayMs: number;
+}
+
+/**
+ * The answer to one `limit()` or `peek()` call. A denial is a normal value, never an exception.
+ *
+ * @example
+ * ```ts
+ * const d = await limiter.limit("user:42");
+ * if (!d.allowed) console.log(`retry in ${d.retryAfterMs} ms (policy ${d.policy})`);
+ * ```
+ */
+export interface Decision {
+  /** Whether the request may proceed. */
+  allowed: boolean;
+  /** Epoch ms by the store's clock: the base of every relative header value. */
+  now: number;
+  /** Quota of the binding policy. */
+  limit: number;
+  /** Whole units left in the binding policy after this request, `>= 0`. */
+  remaining: number;
+  /** Epoch ms when the binding policy is back to its full quota. */
+  resetAt: number;
+  /** 0 if allowed; else ms until the same cost can pass; `Infinity` if never. */
+  retryAfterMs: number;
+  /** > 0 only for leaky-bucket shaping: wait this long before serving. */
+  delayMs: number;
+  /** Name of the binding policy: when denied, the denying policy with the largest `retryAfterMs`; when allowed, the one with the least `remaining`. */
+  policy: string;
+  /** One result per configured policy, in configuration order. */
+  policies: PolicyResult[];
+  /** `"ok"`, `"limit"`, `"cost-exceeds-limit"`, `"cached-deny"`, `"store-error"` or `"timeout"`. */
+  reason: DecisionReason;
+  /** Background work (analytics, sync) to hand to `waitUntil`; resolved if there is none. */
+  pending: Promise<void>;
+}
+
+/** What a store returns for one decision: the store's clock and one result per policy. */
+export interface StoreResult {
+  /** Epoch ms by the store's clock. */
+  now: number;
+  /** One result per policy of the namespace, in order. */
+  policies: PolicyResult[];
+}
+
+/** A key namespace: a prefix and the policies every key in it is checked against. */
+export interface StoreNamespace {
+  /** Key prefix, e.g. `"sluice"` or `"sluice:pro"` for a tier. */
+  readonly prefix: string;
+  /** The policies, in order. */
+  readonly policies: readonly Policy[];
+}
+
+/**
+ * A store bound to one namespace. Each call runs a whole decision for one key — all policies —
+ * atomically, with the store's own clock.
+ */
+export interface BoundStore {
+  /** Checks every policy for `cost`; if all allow, consumes from all; otherwise consumes nothing. */
+  consume(key: string, cost: number): MaybePromise<StoreResult>;
+  /** The state now, and whether a cost-1 request would pass; consumes nothing. */
+  peek(key: string): MaybePromise<StoreResult>;
+  /** Forgets every policy's state for `key`. */
+  reset(key: string): MaybePromise<void>;
+}
+
+/**
+ * The storage contract. A store is bound once per namespace (per limiter, per tier); the bound
+ * object does the per-request work, so per-namespace setup (key layout, script arguments) happens
+ * once.
+ *
+ * @example
+ * ```ts
+ * const bound = new MemoryStore().bind({ prefix: "sluice", policies: [fixedWindow({ limit: 5, window: "1m" })] });
+ * const result = await bound.consume("user:1", 1);
+ * ```
+ */
+export interface Store {
+  /** Prepares a namespace. Called by `RateLimiter` at construction. */
+  bind(namespace: StoreNamespace): BoundStore;
+}
