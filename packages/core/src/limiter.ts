@@ -56,7 +56,7 @@ class StoreTimeoutError extends SluiceError {
 }
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown }).then === "function";
+  return value != null && typeof (value as { then?: unknown }).then === "function";
 }
 
 /** Throws `SluiceInputError` unless `key` is a non-empty string. */

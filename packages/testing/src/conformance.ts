@@ -1,0 +1,473 @@
+/**
+ * The conformance suite every store must pass: `testStore({ makeStore })` registers Vitest tests
+ * for every algorithm's exact decisions, window edges (through the store's test clock), multi-limit
+ * atomicity, costs above 1, peek, reset, key and prefix isolation, tight `retryAfterMs`, a property
+ * test against the reference models, and the recorded vectors.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore } from "@sluice/core";
+ * import { testStore } from "@sluice/testing";
+ *
+ * testStore({ name: "memory", makeStore: ({ clock }) => new MemoryStore({ clock }) });
+ * ```
+ */
+import {
+  type Decision,
+  type Policy,
+  RateLimiter,
+  type Store,
+  fixedWindow,
+  leakyBucket,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from "@sluice/core";
+import fc from "fast-check";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
+import { type VectorCase, policyFromSpec, policySpecArbitrary } from "./vectors.js";
+import recorded from "../vectors/vectors.json" with { type: "json" };
+
+import { T0 } from "./conformance-constants.js";
+
+export { T0 };
+
+/** Options of {@link testStore}. */
+export interface TestStoreOptions {
+  /** Suite name, e.g. `"memory"` or `"redis (ioredis)"`. */
+  name: string;
+  /**
+   * Builds the store under test. `clock` is the test hook for time: epoch milliseconds that the
+   * store must use as its clock (a test-only hook; production stores use their own clock).
+   */
+  makeStore: (hooks: { clock: () => number }) => Store | Promise<Store>;
+  /** Runs once after the suite (close connections, stop servers). */
+  teardown?: () => void | Promise<void>;
+  /** Runs of the property test against the reference models. @default 60 */
+  numRuns?: number;
+  /** Per-test timeout in ms for slow stores. @default 20_000 */
+  timeoutMs?: number;
+}
+
+let prefixCounter = 0;
+/** A prefix no other test uses, so a shared store (one Redis) never mixes tests. */
+export function uniquePrefix(label = "t"): string {
+  prefixCounter += 1;
+  return `conf-${label}-${Date.now().toString(36)}-${prefixCounter}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Registers the conformance suite for one store. */
+export function testStore(options: TestStoreOptions): void {
+  const clock = { now: T0 };
+  let store: Store;
+  const failures: unknown[] = [];
+  const timeout = options.timeoutMs ?? 20_000;
+
+  const limiter = (limits: Policy | Policy[], prefix = uniquePrefix()) =>
+    new RateLimiter({ store, limits, prefix, onStoreError: "deny", onStoreFailure: (error) => failures.push(error) });
+  const at = (ms: number) => {
+    clock.now = T0 + ms;
+  };
+  /** `n` requests in a row; returns the decisions. */
+  const burst = async (l: RateLimiter, key: string, n: number, cost = 1) => {
+    const out: Decision[] = [];
+    for (let i = 0; i < n; i++) out.push(await l.limit(key, { cost }));
+    return out;
+  };
+  const brief = (d: Decision) => ({
+    allowed: d.allowed,
+    remaining: d.remaining,
+    resetAt: d.resetAt - T0,
+    retryAfterMs: d.retryAfterMs,
+    delayMs: d.delayMs,
+    reason: d.reason,
+  });
+
+  describe(`store conformance: ${options.name}`, { timeout }, () => {
+    beforeAll(async () => {
+      store = await options.makeStore({ clock: () => clock.now });
+    });
+    afterAll(async () => {
+      await options.teardown?.();
+    });
+    afterEach(() => {
+      const seen = failures.splice(0);
+      if (seen.length > 0) throw new Error(`the store failed during the test: ${String(seen[0])}`, { cause: seen[0] });
+    });
+
+    describe("fixedWindow", () => {
+      it("counts per window, denies with the time to the window's end, and resets on the edge", async () => {
+        const l = limiter(fixedWindow({ limit: 3, window: "1s" }));
+        at(500);
+        expect((await burst(l, "k", 4)).map(brief)).toEqual([
+          { allowed: true, remaining: 2, resetAt: 1000, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 1, resetAt: 1000, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 0, resetAt: 1000, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: false, remaining: 0, resetAt: 1000, retryAfterMs: 500, delayMs: 0, reason: "limit" },
+        ]);
+        at(999);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(1000);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, remaining: 2, resetAt: 2000 });
+        expect(brief(await l.limit("k", { cost: 4 }))).toEqual({
+          allowed: false,
+          remaining: 2,
+          resetAt: 2000,
+          retryAfterMs: Infinity,
+          delayMs: 0,
+          reason: "cost-exceeds-limit",
+        });
+        expect(brief(await l.limit("k", { cost: 2 }))).toMatchObject({ allowed: true, remaining: 0 });
+      });
+    });
+
+    describe("slidingWindow", () => {
+      it("weights the previous window by its overlap, exactly", async () => {
+        const l = limiter(slidingWindow({ limit: 10, window: "1s" }));
+        at(0);
+        const first = await burst(l, "k", 10);
+        expect(first.map((d) => d.remaining)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        expect(first.every((d) => d.allowed && d.resetAt === T0 + 2000)).toBe(true);
+        // 11th: the previous window must slide out far enough: 10*(1000-r) + 1*1000 <= 10000 → r >= 100
+        expect(brief(await l.limit("k"))).toEqual({
+          allowed: false,
+          remaining: 0,
+          resetAt: 2000,
+          retryAfterMs: 1100,
+          delayMs: 0,
+          reason: "limit",
+        });
+        at(1099);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(1100);
+        expect(brief(await l.limit("k"))).toEqual({ allowed: true, remaining: 0, resetAt: 3000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        // prev 10, cur 1 at r = 100: 10*(900-d) + 2*1000 <= 10000 → d >= 100
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 100, resetAt: 3000 });
+        at(1500);
+        expect(brief(await l.limit("k", { cost: 4 }))).toMatchObject({ allowed: true, remaining: 0 });
+        at(2500);
+        // prev = 5 (window 1), cur = 0: remaining floor((10000 - 5*500)/1000) = 7; full again when window 2 ends
+        expect(brief(await l.peek("k"))).toEqual({ allowed: true, remaining: 7, resetAt: 3000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        at(4000);
+        expect(brief(await l.peek("k"))).toEqual({ allowed: true, remaining: 10, resetAt: 4000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+      });
+
+      it("rolls over twice when the previous window alone blocks the cost", async () => {
+        const l = limiter(slidingWindow({ limit: 4, window: "1s" }));
+        at(0);
+        await burst(l, "k", 4);
+        // cost 4 needs prev*(W-r') <= 0 after the rollover: only once window 0 has fully slid out
+        expect(brief(await l.limit("k", { cost: 4 }))).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+        at(1999);
+        expect(brief(await l.limit("k", { cost: 4 }))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(2000);
+        expect(brief(await l.limit("k", { cost: 4 }))).toMatchObject({ allowed: true, remaining: 0 });
+      });
+    });
+
+    describe("slidingLog", () => {
+      it("keeps an exact log; an entry leaves exactly one window after it was admitted", async () => {
+        const l = limiter(slidingLog({ limit: 3, window: "1s" }));
+        const seen: ReturnType<typeof brief>[] = [];
+        for (const t of [100, 200, 300, 400]) {
+          at(t);
+          seen.push(brief(await l.limit("k")));
+        }
+        expect(seen).toEqual([
+          { allowed: true, remaining: 2, resetAt: 1100, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 1, resetAt: 1200, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 0, resetAt: 1300, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: false, remaining: 0, resetAt: 1300, retryAfterMs: 700, delayMs: 0, reason: "limit" },
+        ]);
+        at(1099);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(1100);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, remaining: 0, resetAt: 2100 });
+        at(1250);
+        // live entries: 300, 1100 → a cost of 2 needs the entry of 300 to leave (at 1300)
+        expect(brief(await l.limit("k", { cost: 2 }))).toEqual({
+          allowed: false,
+          remaining: 1,
+          resetAt: 2100,
+          retryAfterMs: 50,
+          delayMs: 0,
+          reason: "limit",
+        });
+        at(1300);
+        expect(brief(await l.limit("k", { cost: 2 }))).toMatchObject({ allowed: true, remaining: 0, resetAt: 2300 });
+      });
+    });
+
+    describe("tokenBucket", () => {
+      it("behaves like the seed's TokenBucket(100, 10): starts full, refills continuously", async () => {
+        const l = limiter(tokenBucket({ capacity: 100, refillRate: 10 }));
+        at(0);
+        const full = await burst(l, "k", 100);
+        expect(full.map((d) => d.remaining)).toEqual(Array.from({ length: 100 }, (_, i) => 99 - i));
+        expect(full.map((d) => d.resetAt - T0)).toEqual(Array.from({ length: 100 }, (_, i) => (i + 1) * 100));
+        expect(brief(await l.limit("k"))).toEqual({ allowed: false, remaining: 0, resetAt: 10_000, retryAfterMs: 100, delayMs: 0, reason: "limit" });
+        at(99);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(1000);
+        expect((await burst(l, "k", 11)).map((d) => d.allowed)).toEqual([...Array(10).fill(true), false]);
+        at(1250);
+        // 2.5 tokens: one taken, floor(1.5) left
+        expect(brief(await l.limit("k"))).toEqual({ allowed: true, remaining: 1, resetAt: 11_100, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect(brief(await l.peek("k"))).toEqual({ allowed: true, remaining: 1, resetAt: 11_100, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect(brief(await l.limit("k", { cost: 101 }))).toMatchObject({ allowed: false, retryAfterMs: Infinity, reason: "cost-exceeds-limit", remaining: 1 });
+        expect(brief(await l.limit("k", { cost: 3 }))).toMatchObject({ allowed: false, retryAfterMs: 150, remaining: 1 });
+      });
+
+      it("rounds a fractional emission interval up to whole microseconds", async () => {
+        const l = limiter(tokenBucket({ capacity: 1, refillRate: 3 })); // T = ceil(1e6/3) = 333334 µs
+        at(0);
+        expect((await l.limit("k")).allowed).toBe(true);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 334, resetAt: 334 });
+        at(333);
+        expect((await l.limit("k")).allowed).toBe(false);
+        at(334);
+        expect((await l.limit("k")).allowed).toBe(true);
+      });
+    });
+
+    describe("leakyBucket", () => {
+      it("passes the burst and denies the next with the emission interval", async () => {
+        const l = limiter(leakyBucket({ rate: 10, period: "1s", burst: 5 }));
+        at(0);
+        expect((await burst(l, "k", 6)).map(brief)).toEqual([
+          { allowed: true, remaining: 4, resetAt: 100, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 3, resetAt: 200, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 2, resetAt: 300, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 1, resetAt: 400, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: true, remaining: 0, resetAt: 500, retryAfterMs: 0, delayMs: 0, reason: "ok" },
+          { allowed: false, remaining: 0, resetAt: 500, retryAfterMs: 100, delayMs: 0, reason: "limit" },
+        ]);
+      });
+
+      it("shapes with a queue: delays 100, 200, 300, then denies", async () => {
+        const l = limiter(leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 3 }));
+        at(0);
+        const seen = (await burst(l, "k", 9)).map(brief);
+        expect(seen.slice(5)).toEqual([
+          { allowed: true, remaining: 0, resetAt: 600, retryAfterMs: 0, delayMs: 100, reason: "ok" },
+          { allowed: true, remaining: 0, resetAt: 700, retryAfterMs: 0, delayMs: 200, reason: "ok" },
+          { allowed: true, remaining: 0, resetAt: 800, retryAfterMs: 0, delayMs: 300, reason: "ok" },
+          { allowed: false, remaining: 0, resetAt: 800, retryAfterMs: 100, delayMs: 0, reason: "limit" },
+        ]);
+        expect(brief(await l.limit("k", { cost: 9 }))).toMatchObject({ allowed: false, retryAfterMs: Infinity, reason: "cost-exceeds-limit" });
+        at(99);
+        expect((await l.limit("k")).allowed).toBe(false);
+        at(100);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, delayMs: 300 });
+      });
+    });
+
+    describe("several limits", () => {
+      it("is all or nothing, and names the binding policy", async () => {
+        const l = limiter([
+          tokenBucket({ capacity: 2, refillRate: 1, name: "burst" }),
+          fixedWindow({ limit: 3, window: "1m", name: "per-minute" }),
+        ]);
+        at(0);
+        const [a, b, c] = await burst(l, "k", 3);
+        expect([a, b].map((d) => [d!.policy, d!.remaining])).toEqual([
+          ["burst", 1],
+          ["burst", 0],
+        ]);
+        expect(c).toMatchObject({ allowed: false, policy: "burst", retryAfterMs: 1000, reason: "limit" });
+        expect(c!.policies).toEqual([
+          { policy: "burst", allowed: false, limit: 2, remaining: 0, resetAt: T0 + 2000, retryAfterMs: 1000, delayMs: 0 },
+          // would have allowed: reports its state unchanged (1 left, nothing consumed)
+          { policy: "per-minute", allowed: true, limit: 3, remaining: 1, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0 },
+        ]);
+        at(1000);
+        const d = await l.limit("k");
+        expect(d).toMatchObject({ allowed: true, policy: "burst", remaining: 0 }); // tie on 0: the first configured
+        at(2000);
+        const e = await l.limit("k");
+        expect(e).toMatchObject({ allowed: false, policy: "per-minute", retryAfterMs: 58_000, reason: "limit" });
+        expect(e.policies[0]).toEqual({ policy: "burst", allowed: true, limit: 2, remaining: 1, resetAt: T0 + 3000, retryAfterMs: 0, delayMs: 0 });
+        // the denied request took nothing from the bucket
+        expect((await l.peek("k")).policies[0]!.remaining).toBe(1);
+        // both deny: the binding policy is the one with the largest retryAfterMs
+        const f = await l.limit("k", { cost: 3 });
+        expect(f).toMatchObject({ allowed: false, policy: "burst", retryAfterMs: Infinity, reason: "cost-exceeds-limit" });
+        expect(f.policies.map((p) => [p.allowed, p.retryAfterMs])).toEqual([
+          [false, Infinity],
+          [false, 58_000],
+        ]);
+      });
+
+      it("consumes from every limit when allowed, and from none when one denies", async () => {
+        const policies = [
+          slidingLog({ limit: 5, window: "10s", name: "log" }),
+          slidingWindow({ limit: 4, window: "10s", name: "sliding" }),
+          leakyBucket({ rate: 1, period: "1s", burst: 6, name: "leaky" }),
+          fixedWindow({ limit: 100, window: "1h", name: "hourly" }),
+        ];
+        const l = limiter(policies);
+        at(0);
+        const ok = await l.limit("k", { cost: 3 });
+        expect(ok.policies.map((p) => p.remaining)).toEqual([2, 1, 3, 97]);
+        const no = await l.limit("k", { cost: 2 }); // the sliding window (1 left) denies
+        expect(no).toMatchObject({ allowed: false, policy: "sliding" });
+        expect(no.policies.map((p) => [p.allowed, p.remaining])).toEqual([
+          [true, 2],
+          [false, 1],
+          [true, 3],
+          [true, 97],
+        ]);
+        const after = await l.peek("k");
+        expect(after.policies.map((p) => p.remaining)).toEqual([2, 1, 3, 97]);
+      });
+    });
+
+    describe("peek and reset", () => {
+      it("peek consumes nothing and says whether a cost-1 request would pass", async () => {
+        const l = limiter(fixedWindow({ limit: 2, window: "1m" }));
+        at(0);
+        for (let i = 0; i < 5; i++) expect(brief(await l.peek("k"))).toMatchObject({ allowed: true, remaining: 2 });
+        await burst(l, "k", 2);
+        expect(brief(await l.peek("k"))).toEqual({ allowed: false, remaining: 0, resetAt: 60_000, retryAfterMs: 60_000, delayMs: 0, reason: "limit" });
+      });
+
+      it("reset forgets every limit of the key and only that key", async () => {
+        const l = limiter([fixedWindow({ limit: 2, window: "1m", name: "fixed" }), slidingLog({ limit: 2, window: "1m", name: "log" })]);
+        at(0);
+        await burst(l, "k", 2);
+        await burst(l, "other", 2);
+        expect((await l.limit("k")).allowed).toBe(false);
+        await l.reset("k");
+        expect(await l.limit("k")).toMatchObject({ allowed: true, remaining: 1 });
+        expect((await l.limit("other")).allowed).toBe(false);
+        await l.reset("never-seen"); // resetting an unknown key is fine
+      });
+    });
+
+    describe("isolation", () => {
+      it("keys and prefixes never share state; the same prefix and limits do", async () => {
+        const policy = fixedWindow({ limit: 1, window: "1m" });
+        const prefix = uniquePrefix("iso");
+        const a = limiter(policy, prefix);
+        const sameNamespace = limiter(policy, prefix);
+        const otherPrefix = limiter(policy);
+        at(0);
+        expect((await a.limit("k")).allowed).toBe(true);
+        expect((await a.limit("k")).allowed).toBe(false);
+        expect((await a.limit("k2")).allowed).toBe(true);
+        expect((await otherPrefix.limit("k")).allowed).toBe(true);
+        expect((await sameNamespace.limit("k")).allowed).toBe(false);
+        // keys that differ only by case, by a trailing space or by unicode normalisation are distinct
+        expect((await a.limit("K")).allowed).toBe(true);
+        expect((await a.limit("k ")).allowed).toBe(true);
+        expect((await a.limit("caf\u00e9")).allowed).toBe(true);
+        expect((await a.limit("cafe\u0301")).allowed).toBe(true);
+        expect((await a.limit("{tag}:with:colons")).allowed).toBe(true);
+        expect((await a.limit("{tag}:with:colons")).allowed).toBe(false);
+      });
+    });
+
+    describe("tight retryAfterMs", () => {
+      const configs: [string, () => Policy[], number][] = [
+        ["fixedWindow", () => [fixedWindow({ limit: 7, window: "2s" })], 2],
+        ["slidingWindow", () => [slidingWindow({ limit: 7, window: "2s" })], 2],
+        ["slidingLog", () => [slidingLog({ limit: 7, window: "2s" })], 2],
+        ["tokenBucket", () => [tokenBucket({ capacity: 7, refillRate: 3, interval: "2s" })], 2],
+        ["leakyBucket", () => [leakyBucket({ rate: 3, period: "1s", burst: 4, queue: 2 })], 2],
+        ["several", () => [tokenBucket({ capacity: 4, refillRate: 2 }), slidingWindow({ limit: 9, window: "3s" })], 3],
+      ];
+      for (const [name, make, cost] of configs) {
+        it(`${name}: allowed at now + retryAfterMs, denied 1 ms earlier`, async () => {
+          const l = limiter(make());
+          let t = 137;
+          let checked = 0;
+          for (let step = 0; step < 40 && checked < 6; step++) {
+            at(t);
+            const d = await l.limit("k", { cost });
+            if (!d.allowed) {
+              expect(Number.isFinite(d.retryAfterMs)).toBe(true);
+              expect(d.retryAfterMs).toBeGreaterThan(0);
+              at(t + d.retryAfterMs - 1);
+              expect((await l.limit("k", { cost })).allowed).toBe(false);
+              at(t + d.retryAfterMs);
+              expect((await l.limit("k", { cost })).allowed).toBe(true);
+              t += d.retryAfterMs;
+              checked++;
+            }
+            t += 61 * (step % 3);
+          }
+          expect(checked).toBeGreaterThanOrEqual(3);
+        });
+      }
+    });
+
+    describe("reference models", () => {
+      it("decides like the naive reference model on random sequences", async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(policySpecArbitrary(), { minLength: 1, maxLength: 3 }),
+            fc.array(
+              fc.record({
+                dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3000 })),
+                key: fc.constantFrom("a", "b"),
+                cost: fc.integer({ min: 1, max: 5 }),
+                op: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "reset"),
+              }),
+              { minLength: 1, maxLength: 40 },
+            ),
+            async (specs, steps) => {
+              const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } }));
+              const l = limiter(policies);
+              const ref = new ReferenceLimiter(policies);
+              let t = T0 + 7;
+              for (const step of steps) {
+                t += step.dt;
+                clock.now = t;
+                if (step.op === "reset") {
+                  await l.reset(step.key);
+                  ref.reset(step.key);
+                  continue;
+                }
+                const got: PlainDecision = plain(step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost }));
+                const want = step.op === "peek" ? ref.peek(step.key, t) : ref.limit(step.key, step.cost, t);
+                expect(got).toEqual(want);
+              }
+            },
+          ),
+          { numRuns: options.numRuns ?? 60 },
+        );
+      });
+    });
+
+    describe("recorded vectors", () => {
+      for (const vectorCase of (recorded as { cases: VectorCase[] }).cases) {
+        it(vectorCase.name, async () => {
+          await replayCase(vectorCase, {
+            limiter: (policies) => limiter(policies),
+            setNow: (ms) => {
+              clock.now = ms;
+            },
+          });
+        });
+      }
+    });
+  });
+}
+
+/** Replays a case against a limiter factory and a way to set the store's clock, asserting each decision. */
+export async function replayCase(
+  vectorCase: VectorCase,
+  hooks: { limiter: (policies: Policy[]) => RateLimiter; setNow: (ms: number) => void },
+): Promise<void> {
+  const l = hooks.limiter(vectorCase.limits.map(policyFromSpec));
+  for (const [i, step] of vectorCase.steps.entries()) {
+    hooks.setNow(step.at);
+    if (step.op === "reset") {
+      await l.reset(step.key);
+      continue;
+    }
+    const decision = step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost ?? 1 });
+    expect(plain(decision), `${vectorCase.name}, step ${i} (${step.op} ${JSON.stringify(step.key)} cost ${step.cost ?? 1} at ${step.at})`).toEqual(step.expect);
+  }
+}

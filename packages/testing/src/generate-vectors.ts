@@ -1,0 +1,162 @@
+/**
+ * Writes `vectors/vectors.json`: hand-picked cases from the design plus seeded random sequences,
+ * with the decisions of the reference models. Every case is replayed against `MemoryStore` first;
+ * a disagreement aborts without writing. Run: `pnpm --filter @sluice/testing vectors`.
+ */
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { MemoryStore, RateLimiter } from "@sluice/core";
+import { T0 } from "./conformance-constants.js";
+import { ReferenceLimiter, plain } from "./reference.js";
+import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec } from "./vectors.js";
+
+/** mulberry32: a tiny seeded PRNG, so the vectors do not depend on any library's generator. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KEYS = ["alice", "user:42", "{tag}:x", "caf\u00e9 \u2603", "k"];
+
+function randomCase(name: string, limits: PolicySpec[], seed: number, length: number, spanMs: number): Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] } {
+  const rand = rng(seed);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
+  const maxCost = Math.min(
+    ...limits.map((l) =>
+      l.kind === "tokenBucket" ? l.options.capacity : l.kind === "leakyBucket" ? l.options.burst + (l.options.queue ?? 0) : l.options.limit,
+    ),
+  );
+  let at = T0 + Math.floor(rand() * 5000);
+  const plan: Omit<VectorStep, "expect">[] = [];
+  for (let i = 0; i < length; i++) {
+    const r = rand();
+    at += r < 0.4 ? 0 : r < 0.8 ? Math.floor(rand() * (spanMs / 8)) : Math.floor(rand() * spanMs * 1.5);
+    const opRoll = rand();
+    const op = opRoll < 0.82 ? "limit" : opRoll < 0.96 ? "peek" : "reset";
+    const costRoll = rand();
+    const cost = costRoll < 0.6 ? 1 : costRoll < 0.95 ? 1 + Math.floor(rand() * Math.max(1, Math.ceil(maxCost / 2))) : maxCost + 1;
+    plan.push(op === "limit" ? { at, op, key: pick(KEYS.slice(0, 3)), cost } : { at, op, key: pick(KEYS.slice(0, 3)) });
+  }
+  return { name, limits, plan };
+}
+
+function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] }): VectorCase {
+  const policies = c.limits.map(policyFromSpec);
+  const ref = new ReferenceLimiter(policies);
+  const steps: VectorStep[] = c.plan.map((s) => {
+    if (s.op === "reset") {
+      ref.reset(s.key);
+      return s;
+    }
+    return { ...s, expect: s.op === "peek" ? ref.peek(s.key, s.at) : ref.limit(s.key, s.cost ?? 1, s.at) };
+  });
+  return { name: c.name, limits: c.limits, steps };
+}
+
+async function verifyWithMemory(c: VectorCase): Promise<void> {
+  let now = 0;
+  const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => now }), limits: c.limits.map(policyFromSpec) });
+  for (const [i, s] of c.steps.entries()) {
+    now = s.at;
+    if (s.op === "reset") {
+      await limiter.reset(s.key);
+      continue;
+    }
+    const got = plain(s.op === "peek" ? await limiter.peek(s.key) : await limiter.limit(s.key, { cost: s.cost ?? 1 }));
+    if (JSON.stringify(got) !== JSON.stringify(s.expect)) {
+      throw new Error(`MemoryStore disagrees with the reference in ${c.name} step ${i}:\n got  ${JSON.stringify(got)}\n want ${JSON.stringify(s.expect)}`);
+    }
+  }
+}
+
+const handPicked: (Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] })[] = [
+  {
+    name: "design: leaky bucket rate 10/s burst 5 queue 3 at t=0",
+    limits: [{ kind: "leakyBucket", options: { rate: 10, period: "1s", burst: 5, queue: 3 } }],
+    plan: [...Array.from({ length: 9 }, () => ({ at: T0, op: "limit" as const, key: "k", cost: 1 })), { at: T0 + 100, op: "limit", key: "k", cost: 1 }],
+  },
+  {
+    name: "design: token bucket capacity 100 refill 10/s (the seed's TokenBucket(100, 10))",
+    limits: [{ kind: "tokenBucket", options: { capacity: 100, refillRate: 10 } }],
+    plan: [
+      ...Array.from({ length: 101 }, () => ({ at: T0, op: "limit" as const, key: "k", cost: 1 })),
+      { at: T0 + 99, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 100, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 1250, op: "peek", key: "k" },
+      { at: T0 + 1250, op: "limit", key: "k", cost: 5 },
+      { at: T0 + 1250, op: "limit", key: "k", cost: 101 },
+    ],
+  },
+  {
+    name: "window edges: fixed, sliding and log at 1 ms before and on the edge",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 3, window: "1m", name: "fixed" } },
+      { kind: "slidingWindow", options: { limit: 4, window: "1m", name: "sliding" } },
+      { kind: "slidingLog", options: { limit: 5, window: "1m", name: "log" } },
+    ],
+    plan: [
+      { at: T0 + 59_000, op: "limit", key: "k", cost: 3 },
+      { at: T0 + 59_999, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 60_000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 60_000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 90_000, op: "peek", key: "k" },
+      { at: T0 + 118_999, op: "limit", key: "k", cost: 2 },
+      { at: T0 + 119_000, op: "limit", key: "k", cost: 2 },
+      { at: T0 + 120_000, op: "limit", key: "k", cost: 3 },
+    ],
+  },
+];
+
+const random: (Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] })[] = [];
+let seed = 20_260_101;
+const single: PolicySpec[] = [
+  { kind: "fixedWindow", options: { limit: 5, window: "10s" } },
+  { kind: "fixedWindow", options: { limit: 1000, window: "1d" } },
+  { kind: "slidingWindow", options: { limit: 6, window: "10s" } },
+  { kind: "slidingWindow", options: { limit: 30, window: "1m" } },
+  { kind: "slidingLog", options: { limit: 5, window: "10s" } },
+  { kind: "slidingLog", options: { limit: 7, window: 1500 } },
+  { kind: "tokenBucket", options: { capacity: 5, refillRate: 2 } },
+  { kind: "tokenBucket", options: { capacity: 10, refillRate: 30, interval: "1m" } },
+  { kind: "tokenBucket", options: { capacity: 3, refillRate: 7, interval: 1000 } },
+  { kind: "leakyBucket", options: { rate: 5, period: "1s", burst: 3 } },
+  { kind: "leakyBucket", options: { rate: 3, period: "1s", burst: 2, queue: 4 } },
+];
+for (const spec of single) {
+  const span = spec.kind === "tokenBucket" || spec.kind === "leakyBucket" ? 3000 : Math.min(20_000, spec.options.window === "1d" ? 20_000 : 12_000);
+  random.push(randomCase(`random ${spec.kind} ${JSON.stringify(spec.options)}`, [spec], seed++, 80, span));
+}
+const tiers: PolicySpec[][] = [
+  [
+    { kind: "slidingWindow", options: { limit: 30, window: "1m", name: "per-minute" } },
+    { kind: "fixedWindow", options: { limit: 1000, window: "1d", name: "per-day" } },
+    { kind: "tokenBucket", options: { capacity: 10, refillRate: 30, interval: "1m", name: "burst" } },
+  ],
+  [
+    { kind: "tokenBucket", options: { capacity: 4, refillRate: 2, name: "burst" } },
+    { kind: "slidingLog", options: { limit: 6, window: "5s", name: "log" } },
+  ],
+  [
+    { kind: "leakyBucket", options: { rate: 4, period: "1s", burst: 3, queue: 2, name: "shaper" } },
+    { kind: "fixedWindow", options: { limit: 9, window: "3s", name: "fixed" } },
+    { kind: "slidingWindow", options: { limit: 7, window: "2s", name: "sliding" } },
+  ],
+];
+for (const [i, limits] of tiers.entries()) random.push(randomCase(`random several limits #${i + 1}`, limits, seed++, 120, 4000));
+
+const cases = [...handPicked, ...random].map(record);
+for (const c of cases) await verifyWithMemory(c);
+const out = fileURLToPath(new URL("../vectors/vectors.json", import.meta.url));
+// one line per step keeps the file readable in diffs and small
+const body = cases
+  .map((c) => `  {"name": ${JSON.stringify(c.name)}, "limits": ${JSON.stringify(c.limits)}, "steps": [\n${c.steps.map((s) => `    ${JSON.stringify(s)}`).join(",\n")}\n  ]}`)
+  .join(",\n");
+const note = "Generated by packages/testing/src/generate-vectors.ts from the reference models (cross-checked with MemoryStore); retryAfterMs null means Infinity.";
+writeFileSync(out, `{"version": 1, "note": ${JSON.stringify(note)}, "cases": [\n${body}\n]}\n`);
+console.log(`wrote ${cases.length} cases, ${cases.reduce((n, c) => n + c.steps.length, 0)} steps to ${out}`);

@@ -1,0 +1,9 @@
+/**
+ * Private test kit of Sluice: the store conformance suite, the naive reference models, the
+ * recorded vectors, and (for the Redis stores) a private redis-server and an Upstash-REST bridge.
+ *
+ * @module
+ */
+export { testStore, uniquePrefix, replayCase, T0, type TestStoreOptions } from "./conformance.js";
+export { ReferenceLimiter, plain, type PlainDecision } from "./reference.js";
+export { policyFromSpec, policySpecArbitrary, type PolicySpec, type VectorCase, type VectorStep } from "./vectors.js";

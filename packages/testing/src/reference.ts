@@ -1,0 +1,354 @@
+/**
+ * Naive reference models, one per algorithm, written from the textbook description rather than
+ * from the engine: counters per window index, a list of every admitted request, a token level that
+ * refills, a water level that drains, and `retryAfterMs` found by trying every millisecond. Slow
+ * and obviously right; the property tests and the recorded vectors compare every store with them.
+ *
+ * Time is whole milliseconds (the stores' test clocks are ms). Internally µs where the design says
+ * µs (the bucket's emission interval), so the models match the design's integer definitions.
+ */
+import type { Policy, PolicyResult } from "@sluice/core";
+
+/** One policy's model: `check` must not change state; `commit` applies an allowed request. */
+interface Model {
+  readonly policy: Policy;
+  /** Would `cost` pass at `nowMs`? Also `remaining`/`resetAt` (after, if allowed; now, if not) and `delayMs`. */
+  check(nowMs: number, cost: number): { allowed: boolean; remaining: number; resetAt: number; delayMs: number };
+  commit(nowMs: number, cost: number): void;
+  /** The state now: remaining and resetAt without consuming. */
+  now(nowMs: number): { remaining: number; resetAt: number };
+  /** The largest cost the policy can ever admit. */
+  readonly maxCost: number;
+}
+
+const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+
+class FixedWindowModel implements Model {
+  readonly counts = new Map<number, number>();
+  readonly maxCost: number;
+  constructor(readonly policy: Extract<Policy, { kind: "fixedWindow" }>) {
+    this.maxCost = policy.limit;
+  }
+  private window(nowMs: number) {
+    const idx = Math.floor(nowMs / this.policy.windowMs);
+    return { idx, used: this.counts.get(idx) ?? 0, end: (idx + 1) * this.policy.windowMs };
+  }
+  check(nowMs: number, cost: number) {
+    const { used, end } = this.window(nowMs);
+    const allowed = used + cost <= this.policy.limit;
+    return { allowed, remaining: this.policy.limit - used - (allowed ? cost : 0), resetAt: end, delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    const { idx, used } = this.window(nowMs);
+    this.counts.set(idx, used + cost);
+  }
+  now(nowMs: number) {
+    const { used, end } = this.window(nowMs);
+    return { remaining: this.policy.limit - used, resetAt: end };
+  }
+}
+
+class SlidingWindowModel implements Model {
+  readonly counts = new Map<number, number>();
+  readonly maxCost: number;
+  constructor(readonly policy: Extract<Policy, { kind: "slidingWindow" }>) {
+    this.maxCost = policy.limit;
+  }
+  /** The weighted count scaled by W: prev*(W - r) + cur*W, with the counts of the real windows. */
+  private view(nowMs: number) {
+    const W = this.policy.windowMs;
+    const idx = Math.floor(nowMs / W);
+    const r = nowMs % W;
+    const prev = this.counts.get(idx - 1) ?? 0;
+    const cur = this.counts.get(idx) ?? 0;
+    return { W, idx, r, prev, cur };
+  }
+  private passes(nowMs: number, cost: number, extra = new Map<number, number>()) {
+    const { W, idx, r } = this.view(nowMs);
+    const prev = (this.counts.get(idx - 1) ?? 0) + (extra.get(idx - 1) ?? 0);
+    const cur = (this.counts.get(idx) ?? 0) + (extra.get(idx) ?? 0);
+    return BigInt(prev) * BigInt(W - r) + BigInt(cur + cost) * BigInt(W) <= BigInt(this.policy.limit) * BigInt(W);
+  }
+  private remainingWith(nowMs: number, cur: number) {
+    const { W, r, prev } = this.view(nowMs);
+    const left = (BigInt(this.policy.limit) * BigInt(W) - BigInt(prev) * BigInt(W - r)) / BigInt(W);
+    return Math.max(0, Number(left) - cur);
+  }
+  private resetWith(nowMs: number, cur: number) {
+    const { W, idx, prev } = this.view(nowMs);
+    return cur > 0 ? (idx + 2) * W : prev > 0 ? (idx + 1) * W : nowMs;
+  }
+  check(nowMs: number, cost: number) {
+    const { cur } = this.view(nowMs);
+    const allowed = cost <= this.policy.limit && this.passes(nowMs, cost);
+    const after = allowed ? cur + cost : cur;
+    return { allowed, remaining: this.remainingWith(nowMs, after), resetAt: this.resetWith(nowMs, after), delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    const idx = Math.floor(nowMs / this.policy.windowMs);
+    this.counts.set(idx, (this.counts.get(idx) ?? 0) + cost);
+  }
+  now(nowMs: number) {
+    const { cur } = this.view(nowMs);
+    return { remaining: this.remainingWith(nowMs, cur), resetAt: this.resetWith(nowMs, cur) };
+  }
+}
+
+class SlidingLogModel implements Model {
+  readonly log: { at: number; cost: number }[] = [];
+  readonly maxCost: number;
+  constructor(readonly policy: Extract<Policy, { kind: "slidingLog" }>) {
+    this.maxCost = policy.limit;
+  }
+  private live(nowMs: number) {
+    return this.log.filter((e) => e.at > nowMs - this.policy.windowMs && e.at <= nowMs);
+  }
+  check(nowMs: number, cost: number) {
+    const live = this.live(nowMs);
+    const used = live.reduce((s, e) => s + e.cost, 0);
+    const allowed = used + cost <= this.policy.limit;
+    if (allowed) return { allowed, remaining: this.policy.limit - used - cost, resetAt: nowMs + this.policy.windowMs, delayMs: 0 };
+    return { allowed, ...this.now(nowMs), delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    this.log.push({ at: nowMs, cost });
+  }
+  now(nowMs: number) {
+    const live = this.live(nowMs);
+    const used = live.reduce((s, e) => s + e.cost, 0);
+    const newest = live.length > 0 ? Math.max(...live.map((e) => e.at)) : undefined;
+    return { remaining: this.policy.limit - used, resetAt: newest === undefined ? nowMs : newest + this.policy.windowMs };
+  }
+}
+
+/**
+ * Token bucket as the seed's class: starts full, refills continuously. The level is kept in
+ * "µs of refill" (tokens × emission interval) so it stays an integer.
+ */
+class TokenBucketModel implements Model {
+  readonly levels = { level: -1, at: 0 };
+  readonly maxCost: number;
+  readonly T: number;
+  readonly full: number;
+  constructor(readonly policy: Extract<Policy, { kind: "tokenBucket" }>) {
+    this.maxCost = policy.capacity;
+    this.T = ceilDiv(policy.intervalMs * 1000, policy.refillRate);
+    this.full = policy.capacity * this.T;
+  }
+  private levelAt(nowMs: number) {
+    if (this.levels.level < 0) return this.full;
+    return Math.min(this.full, this.levels.level + (nowMs - this.levels.at) * 1000);
+  }
+  check(nowMs: number, cost: number) {
+    const level = this.levelAt(nowMs);
+    const allowed = level >= cost * this.T;
+    const after = allowed ? level - cost * this.T : level;
+    return { allowed, remaining: Math.floor(after / this.T), resetAt: ceilDiv(nowMs * 1000 + this.full - after, 1000), delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    this.levels.level = this.levelAt(nowMs) - cost * this.T;
+    this.levels.at = nowMs;
+  }
+  now(nowMs: number) {
+    const level = this.levelAt(nowMs);
+    return { remaining: Math.floor(level / this.T), resetAt: ceilDiv(nowMs * 1000 + this.full - level, 1000) };
+  }
+}
+
+/** Leaky bucket as a meter: water (µs of backlog) drains at 1 µs per µs; a request pours cost × T. */
+class LeakyBucketModel implements Model {
+  readonly water = { level: 0, at: 0 };
+  readonly maxCost: number;
+  readonly T: number;
+  constructor(readonly policy: Extract<Policy, { kind: "leakyBucket" }>) {
+    this.maxCost = policy.burst + policy.queue;
+    this.T = ceilDiv(policy.periodMs * 1000, policy.rate);
+  }
+  private levelAt(nowMs: number) {
+    return Math.max(0, this.water.level - (nowMs - this.water.at) * 1000);
+  }
+  check(nowMs: number, cost: number) {
+    const level = this.levelAt(nowMs);
+    const poured = level + cost * this.T;
+    const { burst, queue } = this.policy;
+    if (poured <= burst * this.T) {
+      return { allowed: true, remaining: Math.floor((burst * this.T - poured) / this.T), resetAt: ceilDiv(nowMs * 1000 + poured, 1000), delayMs: 0 };
+    }
+    if (poured <= (burst + queue) * this.T) {
+      return { allowed: true, remaining: 0, resetAt: ceilDiv(nowMs * 1000 + poured, 1000), delayMs: ceilDiv(poured - burst * this.T, 1000) };
+    }
+    return { allowed: false, ...this.now(nowMs), delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    this.water.level = this.levelAt(nowMs) + cost * this.T;
+    this.water.at = nowMs;
+  }
+  now(nowMs: number) {
+    const level = this.levelAt(nowMs);
+    return {
+      remaining: Math.max(0, Math.floor((this.policy.burst * this.T - level) / this.T)),
+      resetAt: ceilDiv(nowMs * 1000 + level, 1000),
+    };
+  }
+}
+
+function modelOf(policy: Policy): Model {
+  switch (policy.kind) {
+    case "fixedWindow":
+      return new FixedWindowModel(policy);
+    case "slidingWindow":
+      return new SlidingWindowModel(policy);
+    case "slidingLog":
+      return new SlidingLogModel(policy);
+    case "tokenBucket":
+      return new TokenBucketModel(policy);
+    case "leakyBucket":
+      return new LeakyBucketModel(policy);
+  }
+}
+
+/** The decision fields a store must reproduce (everything but `pending`). */
+export interface PlainDecision {
+  allowed: boolean;
+  now: number;
+  limit: number;
+  remaining: number;
+  resetAt: number;
+  retryAfterMs: number | null; // null stands for Infinity (JSON has no Infinity)
+  delayMs: number;
+  policy: string;
+  reason: string;
+  policies: (Omit<PolicyResult, "retryAfterMs"> & { retryAfterMs: number | null })[];
+}
+
+/** How far ahead the brute-force retry search looks before it calls a cost impossible (ms). */
+const SEARCH_LIMIT_MS = 40 * 86_400_000;
+
+/**
+ * A naive limiter over several policies for many keys: all or nothing, the binding policy as the
+ * design defines it, `retryAfterMs` by trying every millisecond until the request passes.
+ */
+export class ReferenceLimiter {
+  readonly #models = new Map<string, Model[]>();
+  constructor(readonly policies: readonly Policy[]) {}
+
+  #of(key: string): Model[] {
+    let models = this.#models.get(key);
+    if (!models) {
+      models = this.policies.map(modelOf);
+      this.#models.set(key, models);
+    }
+    return models;
+  }
+
+  /** The least d >= 0 such that `cost` passes `model` at nowMs + d (the state unchanged), or null. */
+  static retryAfter(model: Model, nowMs: number, cost: number): number | null {
+    if (cost > model.maxCost) return null;
+    // step coarsely to the first passing time, then walk back 1 ms at a time to the least one
+    let step = 1;
+    let d = 0;
+    while (!model.check(nowMs + d, cost).allowed) {
+      d += step;
+      if (d > SEARCH_LIMIT_MS) return null;
+      step = Math.min(step * 2, 1024);
+    }
+    while (d > 0 && model.check(nowMs + d - 1, cost).allowed) d--;
+    return d;
+  }
+
+  limit(key: string, cost: number, nowMs: number): PlainDecision {
+    const models = this.#of(key);
+    const checks = models.map((m) => m.check(nowMs, cost));
+    const allowed = checks.every((c) => c.allowed);
+    if (allowed) models.forEach((m) => m.commit(nowMs, cost));
+    const results = models.map((m, i) => {
+      const c = checks[i]!;
+      if (!allowed && c.allowed) return { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0, delayMs: 0 };
+      return {
+        policy: m.policy.name,
+        allowed: c.allowed,
+        limit: m.policy.limit,
+        remaining: c.remaining,
+        resetAt: c.resetAt,
+        retryAfterMs: c.allowed ? 0 : ReferenceLimiter.retryAfter(m, nowMs, cost),
+        delayMs: c.delayMs,
+      };
+    });
+    return combine(results, nowMs);
+  }
+
+  peek(key: string, nowMs: number): PlainDecision {
+    const models = this.#of(key);
+    const results = models.map((m) => {
+      const c = m.check(nowMs, 1);
+      const state = m.now(nowMs);
+      return {
+        policy: m.policy.name,
+        allowed: c.allowed,
+        limit: m.policy.limit,
+        remaining: state.remaining,
+        resetAt: state.resetAt,
+        retryAfterMs: c.allowed ? 0 : ReferenceLimiter.retryAfter(m, nowMs, 1),
+        delayMs: c.delayMs,
+      };
+    });
+    return combine(results, nowMs);
+  }
+
+  reset(key: string): void {
+    this.#models.delete(key);
+  }
+}
+
+function combine(results: PlainDecision["policies"], nowMs: number): PlainDecision {
+  const allowed = results.every((r) => r.allowed);
+  const inf = (x: number | null) => (x === null ? Infinity : x);
+  let binding = results[0]!;
+  if (allowed) {
+    for (const r of results) if (r.remaining < binding.remaining) binding = r;
+  } else {
+    const denying = results.filter((r) => !r.allowed);
+    binding = denying[0]!;
+    for (const r of denying) if (inf(r.retryAfterMs) > inf(binding.retryAfterMs)) binding = r;
+  }
+  return {
+    allowed,
+    now: nowMs,
+    limit: binding.limit,
+    remaining: binding.remaining,
+    resetAt: binding.resetAt,
+    retryAfterMs: allowed ? 0 : binding.retryAfterMs,
+    delayMs: allowed ? Math.max(...results.map((r) => r.delayMs)) : 0,
+    policy: binding.policy,
+    reason: allowed ? "ok" : binding.retryAfterMs === null ? "cost-exceeds-limit" : "limit",
+    policies: results,
+  };
+}
+
+/** A `Decision` as plain JSON-able data (Infinity → null, no `pending`), for comparisons and vectors. */
+export function plain(decision: {
+  allowed: boolean;
+  now: number;
+  limit: number;
+  remaining: number;
+  resetAt: number;
+  retryAfterMs: number;
+  delayMs: number;
+  policy: string;
+  reason: string;
+  policies: PolicyResult[];
+}): PlainDecision {
+  const fin = (x: number) => (x === Infinity ? null : x);
+  return {
+    allowed: decision.allowed,
+    now: decision.now,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetAt: decision.resetAt,
+    retryAfterMs: fin(decision.retryAfterMs),
+    delayMs: decision.delayMs,
+    policy: decision.policy,
+    reason: decision.reason,
+    policies: decision.policies.map((p) => ({ ...p, retryAfterMs: fin(p.retryAfterMs) })),
+  };
+}
