@@ -1,0 +1,151 @@
+import {
+  type BoundStore,
+  type Policy,
+  type PolicyResult,
+  SluiceConfigError,
+  type Store,
+  type StoreNamespace,
+  type StoreResult,
+} from "@sluice/core";
+import { SCRIPTS } from "./scripts.js";
+
+/**
+ * The three calls a store makes, whatever the client: one script call per decision (EVALSHA, or
+ * EVAL once after `NOSCRIPT`), and DEL for a reset.
+ */
+export interface Transport {
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  del(keys: string[]): Promise<unknown>;
+}
+
+const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
+  fixedWindow: "fw",
+  slidingWindow: "sw",
+  slidingLog: "sl",
+  tokenBucket: "tb",
+  leakyBucket: "lb",
+};
+
+/**
+ * The registry key of the test clock. Only the `@sluice/redis/testing` entry sets it; see
+ * `testing.ts` for how it is fenced off from production.
+ * @internal
+ */
+export const TEST_CLOCK: unique symbol = Symbol.for("@sluice/redis:test-clock") as never;
+
+/** @internal a store that runs the `decide` script through a {@link Transport}. */
+export abstract class ScriptStore implements Store {
+  /** @internal */
+  [TEST_CLOCK]?: () => number;
+  protected abstract readonly transport: Transport;
+
+  bind(namespace: StoreNamespace): BoundStore {
+    return new ScriptBinding(namespace, this.transport, this[TEST_CLOCK]);
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return String((error as { message?: unknown } | null)?.message ?? error).includes("NOSCRIPT");
+}
+
+class ScriptBinding implements BoundStore {
+  /** The per-policy part of ARGV, built once per namespace. */
+  readonly #policyArgs: string[];
+  /** Names of the sliding logs, whose lists are KEYS[2..]. */
+  readonly #logNames: string[];
+  readonly #names: string[];
+  readonly #limits: number[];
+  readonly #prefix: string;
+
+  constructor(
+    namespace: StoreNamespace,
+    readonly transport: Transport,
+    readonly testClock: (() => number) | undefined,
+  ) {
+    this.#prefix = namespace.prefix;
+    this.#logNames = [];
+    const args = [String(namespace.policies.length)];
+    for (const p of namespace.policies) {
+      let keyIndex = 0;
+      if (p.kind === "slidingLog") {
+        this.#logNames.push(p.name);
+        keyIndex = this.#logNames.length + 1;
+      }
+      if (p.kind === "tokenBucket" || p.kind === "leakyBucket") {
+        args.push(KIND_CODE[p.kind], p.name, String(p.emissionIntervalUs), String(p.burst), String(p.queue), String(keyIndex));
+      } else {
+        args.push(KIND_CODE[p.kind], p.name, String(p.limit), String(p.windowMs), "0", String(keyIndex));
+      }
+    }
+    this.#policyArgs = args;
+    this.#names = namespace.policies.map((p) => p.name);
+    this.#limits = namespace.policies.map((p) => p.limit);
+  }
+
+  /** The identifier's keys: every key shares the hash tag `{prefix:key}`, so a script touches one slot. */
+  #keys(key: string): string[] {
+    const base = `{${this.#prefix}:${key}}`;
+    if (this.#logNames.length === 0) return [base];
+    return [base, ...this.#logNames.map((name) => `${base}:log:${name}`)];
+  }
+
+  #args(cost: number, mode: "c" | "p"): string[] {
+    const now = this.testClock === undefined ? "" : String(Math.floor(this.testClock() * 1000));
+    return [String(cost), mode, now, ...this.#policyArgs];
+  }
+
+  async #run(keys: string[], args: string[]): Promise<StoreResult> {
+    let reply: unknown;
+    try {
+      reply = await this.transport.evalsha(SCRIPTS.decide.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      reply = await this.transport.eval(SCRIPTS.decide.script, keys, args);
+    }
+    return this.#parse(reply);
+  }
+
+  #parse(reply: unknown): StoreResult {
+    const n = this.#names.length;
+    if (!Array.isArray(reply) || reply.length !== 1 + 5 * n) {
+      throw new Error(`[sluice] [redis] unexpected reply from the decide script: ${JSON.stringify(reply)}`);
+    }
+    const policies: PolicyResult[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const b = 1 + i * 5;
+      const retry = Number(reply[b + 3]);
+      policies[i] = {
+        policy: this.#names[i] as string,
+        allowed: Number(reply[b]) === 1,
+        limit: this.#limits[i] as number,
+        remaining: Number(reply[b + 1]),
+        resetAt: Number(reply[b + 2]),
+        retryAfterMs: retry < 0 ? Infinity : retry,
+        delayMs: Number(reply[b + 4]),
+      };
+    }
+    return { now: Number(reply[0]), policies };
+  }
+
+  consume(key: string, cost: number): Promise<StoreResult> {
+    return this.#run(this.#keys(key), this.#args(cost, "c"));
+  }
+
+  peek(key: string): Promise<StoreResult> {
+    return this.#run(this.#keys(key), this.#args(1, "p"));
+  }
+
+  async reset(key: string): Promise<void> {
+    await this.transport.del(this.#keys(key));
+  }
+}
+
+/** Throws a config error unless `client` has every method in `methods`. */
+export function requireMethods(client: unknown, methods: string[], store: string, hint: string): void {
+  for (const method of methods) {
+    if (typeof (client as Record<string, unknown> | null)?.[method] !== "function") {
+      throw new SluiceConfigError(`[sluice] [redis] ${store} needs ${hint}; the client has no ${method}() method`);
+    }
+  }
+}
