@@ -1,0 +1,209 @@
+import type { Store } from "@sluice/core";
+import { describe, expect, it } from "vitest";
+import { createApp } from "./app.js";
+
+/** A whole minute in epoch ms, 80_040 s into its UTC day (so the day window ends 6_360 s later). */
+const T0 = 1_700_000_040_000;
+
+/** `app.request` with the Node bindings `getConnInfo` reads: the socket's remote address. */
+function client(app: ReturnType<typeof createApp>, remoteAddress = "203.0.113.5") {
+  const env = { incoming: { socket: { remoteAddress, remotePort: 50_000, remoteFamily: remoteAddress.includes(":") ? "IPv6" : "IPv4" } } };
+  return {
+    get: (path: string, headers: Record<string, string> = {}) => app.request(path, { headers }, env),
+    login: (password = "wrong") =>
+      app.request(
+        "/auth/login",
+        { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "demo", password }) },
+        env,
+      ),
+  };
+}
+
+function setup() {
+  const state = { t: T0 };
+  const app = createApp({ clock: () => state.t });
+  return { state, app, ...client(app) };
+}
+
+describe("GET /health", () => {
+  it("is never limited and has no rate-limit headers", async () => {
+    const { get } = setup();
+    for (let i = 0; i < 100; i++) {
+      const res = await get("/health");
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit")).toBeNull();
+      expect(res.headers.get("x-ratelimit-limit")).toBeNull();
+    }
+    expect(await (await get("/health")).json()).toEqual({ status: "ok" });
+  });
+});
+
+describe("GET /api/* by plan", () => {
+  it("free key: ten calls pass, the 11th is the 429 of the burst policy", async () => {
+    const { state, get } = setup();
+    const remaining: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await get("/api/quote", { "x-api-key": "free-demo-key" });
+      expect(res.status).toBe(200);
+      remaining.push(res.headers.get("x-ratelimit-remaining") ?? "");
+    }
+    expect(remaining).toEqual(["9", "8", "7", "6", "5", "4", "3", "2", "1", "0"]);
+
+    const res = await get("/api/quote", { "x-api-key": "free-demo-key" });
+    expect(res.status).toBe(429);
+    expect(Object.fromEntries(res.headers)).toEqual({
+      "content-type": "application/problem+json",
+      "ratelimit-policy": '"burst";q=10;w=20, "per-minute";q=30;w=60, "per-day";q=1000;w=86400',
+      ratelimit: '"burst";r=0;t=20, "per-minute";r=20;t=120, "per-day";r=990;t=6360',
+      "retry-after": "2",
+      "x-ratelimit-limit": "10",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": "1700000060",
+    });
+    expect(await res.text()).toBe(
+      '{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",' +
+        '"title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,' +
+        '"detail":"Quota of policy \\"burst\\" exceeded; retry after 2 seconds.","retryAfter":2,"violated-policies":["burst"]}',
+    );
+
+    // one token refills every 2 s (30 per minute)
+    state.t = T0 + 1_999;
+    expect((await get("/api/quote", { "x-api-key": "free-demo-key" })).status).toBe(429);
+    state.t = T0 + 2_000;
+    expect((await get("/api/quote", { "x-api-key": "free-demo-key" })).status).toBe(200);
+  });
+
+  it("free key: the per-minute window binds once the bucket refills faster than the window allows", async () => {
+    const { state, get } = setup();
+    const statuses: number[] = [];
+    // one call every 2 s keeps the bucket from emptying; the sliding window caps the minute at 30
+    for (let i = 0; i < 31; i++) {
+      state.t = T0 + i * 1_900;
+      statuses.push((await get("/api/quote", { "x-api-key": "free-demo-key" })).status);
+    }
+    expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
+    const res = await get("/api/quote", { "x-api-key": "free-demo-key" });
+    expect(res.status).toBe(429);
+    expect((await res.json())["violated-policies"]).toEqual(["per-minute"]);
+  });
+
+  it("pro and enterprise keys have their own, larger quotas", async () => {
+    const { get } = setup();
+    for (let i = 0; i < 50; i++) expect((await get("/api/quote", { "x-api-key": "pro-demo-key" })).status).toBe(200);
+    expect((await get("/api/quote", { "x-api-key": "pro-demo-key" })).status).toBe(429);
+
+    const res = await get("/api/whoami", { "x-api-key": "enterprise-demo-key" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("ratelimit-policy")).toBe('"burst";q=200;w=4, "per-minute";q=3000;w=60, "per-day";q=500000;w=86400');
+    expect(await res.json()).toEqual({
+      client: "key:enterprise-demo-key",
+      owner: "Initech (enterprise plan)",
+      tier: "enterprise",
+      rateLimit: {
+        policy: "burst",
+        limit: 200,
+        remaining: 199,
+        resetAt: "2023-11-14T22:14:00.020Z",
+        policies: {
+          burst: { limit: 200, remaining: 199 },
+          "per-minute": { limit: 3000, remaining: 2999 },
+          "per-day": { limit: 500000, remaining: 499999 },
+        },
+      },
+    });
+  });
+
+  it("callers without a key are limited by address as free, each address on its own", async () => {
+    const { app } = setup();
+    const a = client(app, "::ffff:198.51.100.7");
+    const b = client(app, "198.51.100.8");
+    const who = await a.get("/api/whoami");
+    expect((await who.json()).client).toBe("ip:198.51.100.7");
+    for (let i = 0; i < 9; i++) expect((await a.get("/api/quote")).status).toBe(200);
+    expect((await a.get("/api/quote")).status).toBe(429);
+    expect((await b.get("/api/quote")).status).toBe(200);
+    // a key is a separate client even from the same address
+    expect((await a.get("/api/quote", { "x-api-key": "free-demo-key" })).status).toBe(200);
+  });
+
+  it("an unknown API key gets 401 and consumes nothing", async () => {
+    const { get } = setup();
+    for (let i = 0; i < 20; i++) {
+      const res = await get("/api/whoami", { "x-api-key": "not-a-key" });
+      expect(res.status).toBe(401);
+      expect(res.headers.get("content-type")).toBe("application/problem+json");
+      expect(res.headers.get("ratelimit")).toBeNull();
+      expect(await res.json()).toEqual({
+        type: "about:blank",
+        title: "Unauthorized",
+        status: 401,
+        detail: "Unknown API key. Send one of the demo keys in x-api-key, or none to be limited by address.",
+      });
+    }
+  });
+
+  it("GET /api/export costs 5 units", async () => {
+    const { get } = setup();
+    const first = await get("/api/export", { "x-api-key": "free-demo-key" });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit")).toBe('"burst";r=5;t=10, "per-minute";r=25;t=120, "per-day";r=995;t=6360');
+    expect((await get("/api/export", { "x-api-key": "free-demo-key" })).status).toBe(200);
+    expect((await get("/api/export", { "x-api-key": "free-demo-key" })).status).toBe(429);
+  });
+});
+
+describe("POST /auth/login", () => {
+  it("allows 5 attempts per 5 minutes per address; the 6th is 429 with Retry-After", async () => {
+    const { state, app, login } = setup();
+    const attempts: [number, unknown][] = [];
+    for (let i = 0; i < 5; i++) {
+      state.t = T0 + i * 10_000;
+      const res = await login();
+      attempts.push([res.status, ((await res.json()) as { attemptsLeft: number }).attemptsLeft]);
+    }
+    expect(attempts).toEqual([
+      [401, 4],
+      [401, 3],
+      [401, 2],
+      [401, 1],
+      [401, 0],
+    ]);
+    state.t = T0 + 60_000;
+    const res = await login("demo");
+    expect(res.status).toBe(429);
+    // the oldest attempt (at T0) leaves the 5-minute log at T0 + 300 s: 240 s from now
+    expect(res.headers.get("retry-after")).toBe("240");
+    expect(res.headers.get("ratelimit")).toBe('"login";r=0;t=280');
+    expect(res.headers.get("ratelimit-policy")).toBe('"login";q=5;w=300');
+    expect(await res.json()).toMatchObject({ status: 429, retryAfter: 240, "violated-policies": ["login"] });
+
+    // another address is not affected
+    expect((await client(app, "192.0.2.1").login("demo")).status).toBe(200);
+    // exactly when the oldest attempt expires, one more attempt passes
+    state.t = T0 + 300_000 - 1;
+    expect((await login("demo")).status).toBe(429);
+    state.t = T0 + 300_000;
+    const ok = await login("demo");
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ ok: true, token: "demo-token", attemptsLeft: 0 });
+  });
+
+  it("fails closed when the store is down, while /api falls back to memory", async () => {
+    const down = (): never => {
+      throw new Error("store is down");
+    };
+    const brokenStore: Store = { bind: () => ({ consume: down, peek: down, reset: down }) };
+    const app = createApp({ store: brokenStore });
+    const { get, login } = client(app);
+    const denied = await login("demo");
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("retry-after")).toBe("1");
+    expect(await denied.json()).toMatchObject({
+      detail: expect.stringMatching(/^The rate limiter's store is unavailable\b.*; retry after 1 seconds?\.$/),
+      "violated-policies": ["login"],
+    });
+    const api = await get("/api/quote", { "x-api-key": "free-demo-key" });
+    expect(api.status).toBe(200);
+    expect(api.headers.get("x-ratelimit-remaining")).toBe("9");
+  });
+});

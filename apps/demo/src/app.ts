@@ -1,0 +1,209 @@
+/**
+ * The demo API: a Hono app on Node.js limited by Sluice with the memory store.
+ *
+ * - `GET /health` is never limited.
+ * - `GET /api/*` is limited per API key (`x-api-key`) by the key's plan, or per client address as
+ *   `free` when there is no key. An API key that is not in the table gets 401.
+ * - `POST /auth/login` allows 5 attempts per 5 minutes per address and fails closed.
+ *
+ * `createApp()` builds the app without listening, so tests can inject the store or its clock and
+ * drive it with `app.request()`; `main.ts` serves it.
+ *
+ * @module
+ */
+import { getConnInfo } from "@hono/node-server/conninfo";
+import {
+  type Decision,
+  MemoryStore,
+  type Policy,
+  RateLimiter,
+  type Store,
+  fixedWindow,
+  normalizeIp,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from "@sluice/core";
+import { type RateLimitVariables, rateLimiter } from "@sluice/hono";
+import { type Context, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { logger } from "hono/logger";
+
+/** The plans, as in the seed: requests per minute, per day, and the burst a client may spend at once. */
+export const PLANS = {
+  free: { perMinute: 30, perDay: 1_000, burst: 10 },
+  pro: { perMinute: 300, perDay: 50_000, burst: 50 },
+  enterprise: { perMinute: 3_000, perDay: 500_000, burst: 200 },
+} as const;
+
+/** A plan name. */
+export type Tier = keyof typeof PLANS;
+
+/**
+ * The demo's API keys, one per plan: an in-memory table standing in for a database. The `tier`
+ * resolver reads it through {@link findAccount}; the middleware caches its answers per key.
+ */
+export const DEMO_API_KEYS: Readonly<Record<string, { owner: string; tier: Tier }>> = Object.freeze({
+  "free-demo-key": { owner: "Ada (free plan)", tier: "free" },
+  "pro-demo-key": { owner: "Grace (pro plan)", tier: "pro" },
+  "enterprise-demo-key": { owner: "Initech (enterprise plan)", tier: "enterprise" },
+});
+
+/** The limits of one plan: a token bucket for bursts, a sliding window per minute, a fixed window per day. */
+export function planLimits(tier: Tier): Policy[] {
+  const { perMinute, perDay, burst } = PLANS[tier];
+  return [
+    tokenBucket({ capacity: burst, refillRate: perMinute, interval: "1m", name: "burst" }),
+    slidingWindow({ limit: perMinute, window: "1m", name: "per-minute" }),
+    fixedWindow({ limit: perDay, window: "1d", name: "per-day" }),
+  ];
+}
+
+/** Login attempts per client address: 5 per 5 minutes. */
+export const LOGIN_LIMIT = slidingLog({ limit: 5, window: "5m", name: "login" });
+
+/** Units each `/api` route costs; everything else costs 1. */
+export const ROUTE_COSTS: Readonly<Record<string, number>> = Object.freeze({ "/api/export": 5 });
+
+/** Options of {@link createApp}. */
+export interface DemoAppOptions {
+  /**
+   * Where every limiter keeps its state.
+   * @default new MemoryStore({ clock })
+   */
+  store?: Store;
+  /**
+   * The memory store's clock, in epoch ms (ignored when `store` is given).
+   * @default Date.now
+   */
+  clock?: () => number;
+  /** Logs one line per request and response (Hono's `logger`), e.g. `console.log`. */
+  log?: (line: string) => void;
+}
+
+/** The app's context variables: `c.get("rateLimit")` on limited routes. */
+export type DemoEnv = { Variables: RateLimitVariables };
+
+/** Looks an API key up, as a database would (asynchronously). */
+export async function findAccount(apiKey: string): Promise<{ owner: string; tier: Tier } | undefined> {
+  return Object.hasOwn(DEMO_API_KEYS, apiKey) ? DEMO_API_KEYS[apiKey] : undefined;
+}
+
+/**
+ * The client's address as a rate-limit key, from the socket (no proxy headers are trusted: the
+ * demo is meant to be called directly). IPv4-mapped IPv6 is written as IPv4; other IPv6 addresses
+ * by their /64.
+ */
+export function clientAddress(c: Context): string {
+  const address = getConnInfo(c).remote.address;
+  return `ip:${(address === undefined ? undefined : normalizeIp(address)) ?? "unknown"}`;
+}
+
+/** The rate-limit key of an `/api` request: `key:<api key>` with a key, else `ip:<address>`. */
+export function apiClientKey(c: Context): string {
+  const apiKey = c.req.header("x-api-key");
+  return apiKey === undefined ? clientAddress(c) : `key:${apiKey}`;
+}
+
+function problem(status: number, title: string, detail: string): Response {
+  return new Response(JSON.stringify({ type: "about:blank", title, status, detail }), {
+    status,
+    headers: { "Content-Type": "application/problem+json" },
+  });
+}
+
+/** What the `/api` handlers show of a decision. */
+function summary(decision: Decision) {
+  return {
+    policy: decision.policy,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetAt: new Date(decision.resetAt).toISOString(),
+    policies: Object.fromEntries(decision.policies.map((p) => [p.policy, { limit: p.limit, remaining: p.remaining }])),
+  };
+}
+
+const QUOTES = [
+  "Make it work, make it right, make it fast.",
+  "Premature optimization is the root of all evil.",
+  "Simplicity is prerequisite for reliability.",
+];
+
+/**
+ * Builds the demo app.
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ clock: () => t });
+ * const res = await app.request("/api/whoami", { headers: { "x-api-key": "pro-demo-key" } });
+ * ```
+ */
+export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
+  const store = options.store ?? new MemoryStore({ clock: options.clock ?? Date.now });
+  const app = new Hono<DemoEnv>();
+  if (options.log !== undefined) app.use(logger(options.log));
+
+  app.onError((error, c) => {
+    if (error instanceof HTTPException) return error.getResponse();
+    console.error(error);
+    return c.json({ error: "internal error" }, 500);
+  });
+
+  app.get("/health", (c) => c.json({ status: "ok" }));
+
+  app.use(
+    "/api/*",
+    rateLimiter({
+      store,
+      prefix: "demo-api",
+      tiers: { free: planLimits("free"), pro: planLimits("pro"), enterprise: planLimits("enterprise") },
+      key: apiClientKey,
+      // Callers without a key are limited as free by address. An API key is looked up in the
+      // "database"; the middleware caches the answer per key for 5 minutes. An unknown key is
+      // rejected with 401 here: the lookup throws, so nothing is cached or consumed for it.
+      tier: async (_c, key) => {
+        if (key.startsWith("ip:")) return "free";
+        const account = await findAccount(key.slice("key:".length));
+        if (account === undefined) {
+          throw new HTTPException(401, {
+            res: problem(401, "Unauthorized", "Unknown API key. Send one of the demo keys in x-api-key, or none to be limited by address."),
+          });
+        }
+        return account.tier;
+      },
+      cost: (c) => ROUTE_COSTS[c.req.path] ?? 1,
+    }),
+  );
+
+  app.get("/api/whoami", async (c) => {
+    const apiKey = c.req.header("x-api-key");
+    const account = apiKey === undefined ? undefined : await findAccount(apiKey);
+    return c.json({
+      client: apiClientKey(c),
+      owner: account?.owner ?? null,
+      tier: account?.tier ?? "free",
+      rateLimit: summary(c.get("rateLimit")),
+    });
+  });
+
+  app.get("/api/quote", (c) => {
+    const decision = c.get("rateLimit");
+    return c.json({ quote: QUOTES[decision.remaining % QUOTES.length], remaining: decision.remaining });
+  });
+
+  app.get("/api/export", (c) =>
+    c.json({ export: "ok", cost: ROUTE_COSTS["/api/export"], rateLimit: summary(c.get("rateLimit")) }),
+  );
+
+  const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
+  app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress }), async (c) => {
+    const body: unknown = await c.req.json().catch(() => undefined);
+    const { username, password } = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+    if (username === "demo" && password === "demo") {
+      return c.json({ ok: true, token: "demo-token", attemptsLeft: c.get("rateLimit").remaining });
+    }
+    return c.json({ ok: false, error: "invalid credentials", attemptsLeft: c.get("rateLimit").remaining }, 401);
+  });
+
+  return app;
+}

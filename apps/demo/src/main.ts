@@ -1,0 +1,91 @@
+/**
+ * Serves the demo API on Node.js and prints how to try it.
+ *
+ * `HOST` (default `127.0.0.1`) and `PORT` (default `8787`; `0` picks a free port) choose the
+ * address. SIGINT and SIGTERM stop the server: it stops accepting connections, lets requests in
+ * flight finish, and exits 0 (or exits 1 if that takes more than 5 seconds).
+ *
+ * @module
+ */
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { DEMO_API_KEYS, PLANS, createApp } from "./app.js";
+
+const DEFAULT_PORT = 8787;
+
+function portFromEnv(value: string | undefined): number {
+  if (value === undefined || value === "") return DEFAULT_PORT;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    console.error(`PORT must be an integer from 0 to 65535; got ${JSON.stringify(value)}`);
+    process.exit(1);
+  }
+  return port;
+}
+
+const hostname = process.env.HOST || "127.0.0.1";
+const port = portFromEnv(process.env.PORT);
+const app = createApp({ log: (line) => console.log(line) });
+
+/** The commands printed at start, for the URL the server actually listens on. */
+function banner(url: string): string {
+  const keys = Object.entries(DEMO_API_KEYS)
+    .map(([key, { tier }]) => {
+      const plan = PLANS[tier];
+      return `  ${tier.padEnd(10)} ${key.padEnd(20)} ${plan.perMinute}/min, ${plan.perDay}/day, burst ${plan.burst}`;
+    })
+    .join("\n");
+  const free = Object.keys(DEMO_API_KEYS).find((key) => DEMO_API_KEYS[key]?.tier === "free");
+  const login = `curl -s -o /dev/null -w "%{http_code} " -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"wrong"}'`;
+  return `Sluice demo listening on ${url}
+
+API keys (send as x-api-key; without one you are limited by address as free):
+${keys}
+
+Try:
+  # never limited
+  curl -s ${url}/health
+
+  # an allowed call, with its rate-limit headers
+  curl -i -H "x-api-key: ${free}" ${url}/api/whoami
+
+  # the free plan's burst is 10: ten calls in a row pass, the 11th gets 429
+  for i in $(seq 1 10); do curl -s -o /dev/null -w "%{http_code} " -H "x-api-key: ${free}" ${url}/api/quote; done; echo
+  curl -i -H "x-api-key: ${free}" ${url}/api/quote
+
+  # an unknown key gets 401
+  curl -i -H "x-api-key: nope" ${url}/api/whoami
+
+  # login allows 5 attempts per 5 minutes per address: the 6th gets 429 with Retry-After
+  for i in $(seq 1 5); do ${login}; done; echo
+  curl -i -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"demo"}'
+
+Press Ctrl+C to stop.
+`;
+}
+
+const server = serve({ fetch: app.fetch, hostname, port }, (info: AddressInfo) => {
+  const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
+  console.log(banner(`http://${host}:${info.port}`));
+});
+
+server.on("error", (error: NodeJS.ErrnoException) => {
+  console.error(`Cannot listen on ${hostname}:${port}: ${error.message}`);
+  process.exit(1);
+});
+
+let stopping = false;
+function stop(signal: NodeJS.Signals): void {
+  if (stopping) return;
+  stopping = true;
+  console.log(`${signal}: stopping`);
+  setTimeout(() => {
+    console.error("requests still open after 5 s; exiting");
+    process.exit(1);
+  }, 5_000).unref();
+  server.close(() => process.exit(0));
+  // idle keep-alive connections would hold close() open
+  if ("closeIdleConnections" in server) server.closeIdleConnections();
+}
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

@@ -1,0 +1,175 @@
+/**
+ * End to end: starts the real demo process (`node --conditions=@sluice/source --import tsx
+ * src/main.ts`, exactly what `pnpm start` runs) on a free port and drives it over HTTP.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const demoDir = fileURLToPath(new URL("..", import.meta.url));
+const PROBLEM_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+const PROBLEM_TITLE = "Request cannot be satisfied as assigned quota has been exceeded";
+
+let child: ChildProcess;
+let output = "";
+let base = "";
+
+function start(): Promise<string> {
+  child = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", "src/main.ts"], {
+    cwd: demoDir,
+    // PORT=0: the OS picks a free port; the demo prints the URL it listens on
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the demo did not start within 15 s; output:\n${output}`)), 15_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the demo exited early (code ${code}, signal ${signal}); output:\n${output}`));
+    });
+  });
+}
+
+beforeAll(async () => {
+  base = await start();
+});
+
+afterAll(async () => {
+  if (child === undefined || child.exitCode !== null) return;
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  child.kill("SIGTERM");
+  // SIGTERM stops the server cleanly: exit code 0
+  expect(await exited).toBe(0);
+  expect(output).toContain("SIGTERM: stopping");
+});
+
+const api = (path: string, apiKey?: string) => fetch(`${base}${path}`, { headers: apiKey === undefined ? {} : { "x-api-key": apiKey } });
+const login = (password: string) =>
+  fetch(`${base}/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "demo", password }),
+  });
+/** The default 429's `detail`, as `@sluice/core` writes it ("1 second" or "N seconds"). */
+const quotaDetail = (policy: string, retryAfter: number) =>
+  expect.stringMatching(new RegExp(`^Quota of policy "${policy}" exceeded; retry after ${retryAfter} seconds?\\.$`));
+
+describe("the demo process", () => {
+  it("prints the demo keys and copy-pasteable curl commands", () => {
+    for (const key of ["free-demo-key", "pro-demo-key", "enterprise-demo-key"]) expect(output).toContain(key);
+    expect(output).toContain(`curl -i -H "x-api-key: free-demo-key" ${base}/api/whoami`);
+    expect(output).toContain(`${base}/auth/login`);
+  });
+
+  it("GET /health is never limited", async () => {
+    for (let i = 0; i < 50; i++) {
+      const res = await fetch(`${base}/health`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit")).toBeNull();
+      expect(await res.json()).toEqual({ status: "ok" });
+    }
+  });
+
+  it("free key: ten calls pass, the 11th is a 429 with headers and a problem+json body", async () => {
+    const remaining: (string | null)[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await api("/api/quote", "free-demo-key");
+      expect(res.status).toBe(200);
+      remaining.push(res.headers.get("x-ratelimit-remaining"));
+      await res.arrayBuffer();
+    }
+    expect(remaining).toEqual(["9", "8", "7", "6", "5", "4", "3", "2", "1", "0"]);
+
+    const res = await api("/api/quote", "free-demo-key");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(res.headers.get("ratelimit-policy")).toBe('"burst";q=10;w=20, "per-minute";q=30;w=60, "per-day";q=1000;w=86400');
+    expect(res.headers.get("ratelimit")).toMatch(/^"burst";r=0;t=(19|20), "per-minute";r=20;t=\d+, "per-day";r=990;t=\d+$/);
+    expect(res.headers.get("x-ratelimit-limit")).toBe("10");
+    expect(res.headers.get("x-ratelimit-remaining")).toBe("0");
+    // one token every 2 s: the next one is at most 2 s away
+    const retryAfter = Number(res.headers.get("retry-after"));
+    expect([1, 2]).toContain(retryAfter);
+    expect(await res.json()).toEqual({
+      type: PROBLEM_TYPE,
+      title: PROBLEM_TITLE,
+      status: 429,
+      detail: quotaDetail("burst", retryAfter),
+      retryAfter,
+      "violated-policies": ["burst"],
+    });
+  });
+
+  it("pro key: passes where free is limited", async () => {
+    for (let i = 0; i < 30; i++) {
+      const res = await api("/api/quote", "pro-demo-key");
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const who = await api("/api/whoami", "pro-demo-key");
+    expect(who.status).toBe(200);
+    expect(who.headers.get("ratelimit-policy")).toBe('"burst";q=50;w=10, "per-minute";q=300;w=60, "per-day";q=50000;w=86400');
+    const body = (await who.json()) as { client: string; tier: string; rateLimit: { policies: Record<string, { remaining: number }> } };
+    expect(body.client).toBe("key:pro-demo-key");
+    expect(body.tier).toBe("pro");
+    expect(body.rateLimit.policies["per-day"]?.remaining).toBe(50_000 - 31);
+  });
+
+  it("no key: limited by address as free", async () => {
+    const who = await api("/api/whoami");
+    expect(who.status).toBe(200);
+    expect(await who.json()).toMatchObject({ client: "ip:127.0.0.1", owner: null, tier: "free" });
+    for (let i = 0; i < 9; i++) {
+      const res = await api("/api/quote");
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const res = await api("/api/quote");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("x-ratelimit-limit")).toBe("10");
+    expect(((await res.json()) as { "violated-policies": string[] })["violated-policies"]).toEqual(["burst"]);
+  });
+
+  it("unknown key: 401", async () => {
+    const res = await api("/api/whoami", "no-such-key");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(res.headers.get("ratelimit")).toBeNull();
+    expect(await res.json()).toMatchObject({ title: "Unauthorized", status: 401 });
+  });
+
+  it("login: five attempts, then 429 with Retry-After even with the right password", async () => {
+    const attemptsLeft: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await login("wrong");
+      expect(res.status).toBe(401);
+      attemptsLeft.push(((await res.json()) as { attemptsLeft: number }).attemptsLeft);
+    }
+    expect(attemptsLeft).toEqual([4, 3, 2, 1, 0]);
+    const res = await login("demo");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("ratelimit-policy")).toBe('"login";q=5;w=300');
+    // the oldest attempt leaves the 5-minute log 300 s after it was made (a moment ago)
+    const retryAfter = Number(res.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(295);
+    expect(retryAfter).toBeLessThanOrEqual(300);
+    expect(await res.json()).toEqual({
+      type: PROBLEM_TYPE,
+      title: PROBLEM_TITLE,
+      status: 429,
+      detail: quotaDetail("login", retryAfter),
+      retryAfter,
+      "violated-policies": ["login"],
+    });
+  });
+});
