@@ -7,3 +7,5 @@
 export { testStore, uniquePrefix, replayCase, T0, type TestStoreOptions } from "./conformance.js";
 export { ReferenceLimiter, plain, type PlainDecision } from "./reference.js";
 export { policyFromSpec, policySpecArbitrary, type PolicySpec, type VectorCase, type VectorStep } from "./vectors.js";
+export * from "./redis-server.js";
+export * from "./upstash-bridge.js";

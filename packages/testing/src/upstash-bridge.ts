@@ -1,0 +1,382 @@
+/**
+ * An Upstash-REST-compatible HTTP server in front of a real (local) redis-server, so that
+ * `@upstash/redis` can be tested over real HTTP without the Upstash service. It is a pass-through:
+ * every command goes to Redis as sent (each argument `String()`-ed) through one node-redis
+ * connection with `RESP: 2`, and the raw RESP2 reply comes back in the shapes `@upstash/redis`
+ * 1.39.0 parses:
+ *
+ * - `POST /` with `["cmd", ...args]` → `200 {"result": reply}`, or `400 {"error": "<redis error>"}`
+ *   (the Redis message unchanged, e.g. `NOSCRIPT No matching script. Please use EVAL.`).
+ * - `POST /pipeline` with `[[...], ...]` → `200 [{"result": ...} | {"error": "..."}, ...]`: the
+ *   commands are pipelined on the connection (not atomic), each item succeeds or fails alone.
+ * - `POST /multi-exec` → the same array shape from one `MULTI … EXEC`: an item that fails at run
+ *   time (`WRONGTYPE`, say) is an `{"error"}` item while the others keep their effects (Redis
+ *   semantics). A command refused while queueing (unknown command, wrong arity) aborts the whole
+ *   transaction like Redis does: `400 {"error": "EXECABORT Transaction discarded because of
+ *   previous errors: <first error>"}` and nothing is applied.
+ * - `Authorization: Bearer <token>` on every path, else `401 {"error": "Unauthorized: …"}`.
+ * - `Upstash-Encoding: base64` → every string of a result is base64 (UTF-8 bytes), recursively in
+ *   arrays; integers and `null` stay JSON numbers/null; a top-level `"OK"` stays `"OK"` (the
+ *   documented Upstash exception, which the client special-cases too). Errors are never encoded.
+ * - Redis unreachable (stopped, restarting) → `503 {"error": "…"}` at once (no offline queue), so a
+ *   store sees a failure rather than a hang; once Redis is back the bridge reconnects by itself.
+ *   A paused (SIGSTOP) Redis is a hang: the HTTP request waits like a real client would.
+ *
+ * Commands that would change the state of the shared connection (`MULTI`, `EXEC`, `WATCH`,
+ * `SUBSCRIBE`, `SELECT`, `CLIENT REPLY`, …) are refused with a 400 error, as the Upstash REST API
+ * refuses them. Blocking commands (`BLPOP`, …) work but block the bridge's single connection.
+ *
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ErrorReply, MultiErrorReply, createClient } from "redis";
+
+/** Options of {@link startUpstashBridge}. */
+export interface UpstashBridgeOptions {
+  /** The Redis to forward to, e.g. `redis://127.0.0.1:6390` (a server the test started). */
+  redisUrl: string;
+  /**
+   * The bearer token clients must send.
+   * @default a random token
+   */
+  token?: string;
+  /**
+   * The HTTP port on 127.0.0.1.
+   * @default a free port picked by the operating system
+   */
+  port?: number;
+}
+
+/** HTTP requests served by a bridge, counted since start or the last `resetCounts()`. */
+export interface UpstashBridgeCounts {
+  /** Every HTTP request received, whatever its path or outcome (401s included). */
+  total: number;
+  /** Requests per URL path: `"/"` (single commands), `"/pipeline"`, `"/multi-exec"`, others. */
+  byPath: Record<string, number>;
+  /** Redis commands forwarded (a pipeline of 10 counts 10). */
+  commands: number;
+  /** Authorized requests that asked for base64 results (`Upstash-Encoding: base64`). */
+  base64: number;
+}
+
+/** A running bridge. */
+export interface UpstashBridge {
+  /** `http://127.0.0.1:<port>`: pass as `url` to `new Redis({ url, token })`. */
+  readonly url: string;
+  /** The bearer token to pass as `token`. */
+  readonly token: string;
+  readonly port: number;
+  /** A snapshot of the counters (a fresh object on every read). */
+  readonly counts: UpstashBridgeCounts;
+  /** Zeroes the counters. */
+  resetCounts(): void;
+  /**
+   * Resolves once the bridge's Redis connection is up: after the redis-server was stopped and
+   * started again, await this before expecting commands to pass (the bridge reconnects by itself
+   * within ~250 ms). Rejects after `timeoutMs`.
+   */
+  redisReady(timeoutMs?: number): Promise<void>;
+  /** Closes every HTTP connection and the Redis connection. Idempotent. */
+  close(): Promise<void>;
+}
+
+type Arg = string | number | boolean;
+type Command = string[];
+type Item = { result: unknown } | { error: string };
+
+const HOST = "127.0.0.1";
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** Commands that would alter the shared connection's state; the Upstash REST API refuses them too. */
+const CONNECTION_STATE_COMMANDS = new Set([
+  "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH",
+  "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
+  "MONITOR", "SYNC", "PSYNC", "QUIT", "RESET", "SELECT", "HELLO", "AUTH",
+]);
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** An error that Redis itself replied (as opposed to a connection failure). */
+class RefusedCommand extends Error {}
+
+function isArg(value: unknown): value is Arg {
+  return typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+}
+
+function toCommand(value: unknown, what: string): Command {
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isArg)) {
+    throw new HttpError(400, `ERR ${what} must be a non-empty JSON array of strings, numbers or booleans`);
+  }
+  return value.map((arg) => String(arg));
+}
+
+function toCommands(value: unknown): Command[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new HttpError(400, "ERR the body must be a non-empty JSON array of commands");
+  }
+  return value.map((command, i) => toCommand(command, `command ${i + 1}`));
+}
+
+/** Why the bridge refuses a command, or undefined if it forwards it. */
+function refusal(command: Command): string | undefined {
+  const name = command[0]!.toUpperCase();
+  const sub = command[1]?.toUpperCase();
+  if (CONNECTION_STATE_COMMANDS.has(name) || (name === "CLIENT" && sub === "REPLY")) {
+    return `ERR '${command.slice(0, name === "CLIENT" ? 2 : 1).join(" ")}' is not supported over the REST API`;
+  }
+  return undefined;
+}
+
+function encodeValue(value: unknown, base64: boolean, top: boolean): unknown {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "number") return value;
+  if (typeof value === "string") {
+    if (!base64 || (top && value === "OK")) return value;
+    return Buffer.from(value, "utf8").toString("base64");
+  }
+  if (Buffer.isBuffer(value)) return base64 ? value.toString("base64") : value.toString("utf8");
+  if (Array.isArray(value)) return value.map((item) => encodeValue(item, base64, false));
+  // A nested error reply (e.g. inside a Lua table) has no JSON form in the protocol: its message.
+  if (value instanceof Error) return encodeValue(value.message, base64, false);
+  return encodeValue(String(value), base64, top);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new HttpError(413, "ERR request body too large"));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.once("error", reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(json),
+  });
+  res.end(json);
+}
+
+/**
+ * Starts the bridge on 127.0.0.1 and connects it to `redisUrl` (failing if Redis is not there).
+ *
+ * @example
+ * ```ts
+ * const server = await startRedisServer();
+ * const bridge = await startUpstashBridge({ redisUrl: server.url });
+ * const redis = new Redis({ url: bridge.url, token: bridge.token, retry: false });
+ * await redis.set("k", "v");
+ * expect(bridge.counts.byPath["/pipeline"]).toBe(1); // auto-pipelining is on by default
+ * await bridge.close();
+ * await server.stop();
+ * ```
+ */
+export async function startUpstashBridge(options: UpstashBridgeOptions): Promise<UpstashBridge> {
+  const token = options.token ?? randomBytes(18).toString("base64url");
+  if (token === "" || /\s/.test(token)) {
+    throw new Error("[sluice] [testing] option token must be a non-empty string without whitespace");
+  }
+  const redis = createClient({
+    url: options.redisUrl,
+    RESP: 2,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries: number) => Math.min(25 * (retries + 1), 250) },
+  });
+  let lastRedisError: Error | undefined;
+  redis.on("error", (error: Error) => {
+    lastRedisError = error;
+  });
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.destroy();
+    throw new Error(`[sluice] [testing] the Upstash bridge could not connect to ${options.redisUrl}`, {
+      cause: error,
+    });
+  }
+
+  let counts: UpstashBridgeCounts = { total: 0, byPath: {}, commands: 0, base64: 0 };
+
+  const unavailable = (error: unknown) =>
+    new HttpError(
+      503,
+      `ERR redis unavailable: ${error instanceof Error ? error.message : String(error)}` +
+        (lastRedisError !== undefined && lastRedisError !== error ? ` (${lastRedisError.message})` : ""),
+    );
+
+  async function single(command: Command, base64: boolean): Promise<unknown> {
+    const refused = refusal(command);
+    if (refused !== undefined) throw new HttpError(400, refused);
+    try {
+      return { result: encodeValue(await redis.sendCommand(command), base64, true) };
+    } catch (error) {
+      if (error instanceof ErrorReply) throw new HttpError(400, error.message);
+      throw unavailable(error);
+    }
+  }
+
+  async function pipeline(commands: Command[], base64: boolean): Promise<Item[]> {
+    // All sent in the same tick: node-redis writes them back to back on the one connection.
+    const settled = await Promise.allSettled(
+      commands.map((command) => {
+        const refused = refusal(command);
+        return refused !== undefined ? Promise.reject(new RefusedCommand(refused)) : redis.sendCommand(command);
+      }),
+    );
+    return settled.map((outcome): Item => {
+      if (outcome.status === "fulfilled") return { result: encodeValue(outcome.value, base64, true) };
+      const reason: unknown = outcome.reason;
+      if (reason instanceof ErrorReply || reason instanceof RefusedCommand) return { error: reason.message };
+      throw unavailable(reason);
+    });
+  }
+
+  async function multiExec(commands: Command[], base64: boolean): Promise<Item[]> {
+    for (const command of commands) {
+      const refused = refusal(command);
+      if (refused !== undefined) {
+        throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${refused}`);
+      }
+    }
+    const multi = redis.multi();
+    for (const command of commands) multi.addCommand(command);
+    let replies: unknown[];
+    try {
+      replies = await multi.exec();
+    } catch (error) {
+      if (error instanceof MultiErrorReply) {
+        // Run-time errors: EXEC ran every command; the failed ones are ErrorReply items.
+        return error.replies.map((reply: unknown): Item =>
+          reply instanceof ErrorReply ? { error: reply.message } : { result: encodeValue(reply, base64, true) },
+        );
+      }
+      if (error instanceof ErrorReply) {
+        // Refused while queueing: Redis discards the whole transaction (EXECABORT).
+        throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${error.message}`);
+      }
+      throw unavailable(error);
+    }
+    return replies.map((reply): Item => ({ result: encodeValue(reply, base64, true) }));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://bridge").pathname;
+    counts.total += 1;
+    counts.byPath[path] = (counts.byPath[path] ?? 0) + 1;
+    try {
+      const auth = req.headers.authorization;
+      if (auth !== `Bearer ${token}`) {
+        req.resume();
+        throw new HttpError(401, "Unauthorized: missing or invalid bearer token");
+      }
+      if (path !== "/" && path !== "/pipeline" && path !== "/multi-exec") {
+        req.resume();
+        throw new HttpError(404, `ERR no such endpoint: ${req.method ?? "?"} ${path}`);
+      }
+      if (req.method !== "POST") {
+        req.resume();
+        throw new HttpError(405, `ERR method ${req.method ?? "?"} not allowed: send the command as a POST body`);
+      }
+      const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
+      if (base64) counts.base64 += 1;
+      const text = await readBody(req);
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new HttpError(400, "ERR the body is not valid JSON");
+      }
+      if (path === "/") {
+        const command = toCommand(body, "the body");
+        counts.commands += 1;
+        send(res, 200, await single(command, base64));
+        return;
+      }
+      const commands = toCommands(body);
+      counts.commands += commands.length;
+      send(res, 200, path === "/pipeline" ? await pipeline(commands, base64) : await multiExec(commands, base64));
+    } catch (error) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof HttpError) send(res, error.status, { error: error.message });
+      else send(res, 500, { error: `ERR bridge failure: ${error instanceof Error ? error.message : String(error)}` });
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    void handle(req, res);
+  });
+  // Longer than undici's default keep-alive, so the client never reuses a socket we just closed.
+  server.keepAliveTimeout = 30_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port ?? 0, HOST, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    redis.destroy();
+    throw error;
+  }
+  const port = (server.address() as AddressInfo).port;
+  let closed: Promise<void> | undefined;
+
+  return {
+    url: `http://${HOST}:${port}`,
+    token,
+    port,
+    get counts(): UpstashBridgeCounts {
+      return { ...counts, byPath: { ...counts.byPath } };
+    },
+    resetCounts() {
+      counts = { total: 0, byPath: {}, commands: 0, base64: 0 };
+    },
+    redisReady(timeoutMs = 5_000) {
+      if (redis.isReady) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          redis.off("ready", onReady);
+          reject(new Error(`[sluice] [testing] the bridge's Redis connection was not ready within ${timeoutMs} ms`));
+        }, timeoutMs);
+        redis.once("ready", onReady);
+      });
+    },
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }).then(() => {
+        redis.destroy();
+      });
+      return closed;
+    },
+  };
+}
