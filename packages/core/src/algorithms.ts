@@ -142,7 +142,7 @@ function nonNegativeInt(value: unknown, option: string): number {
 export function validateName(value: unknown, option: string): string {
   if (typeof value !== "string" || !NAME_RE.test(value)) {
     throw new SluiceConfigError(
-      `${option} must be 1-128 visible ASCII characters without spaces, quotes, backslashes, commas, semicolons, "=" or braces; got ${describe(value)}`,
+      `${option} must be 1-128 visible ASCII characters without spaces, quotes, backslashes, commas, semicolons, "=", parentheses or braces; got ${describe(value)}`,
     );
   }
   return value;

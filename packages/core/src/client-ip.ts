@@ -27,6 +27,9 @@ export interface ClientIpOptions {
 /** Validates `trust` and `ipv6Subnet`; throws `SluiceConfigError` naming the option. */
 export function validateClientIpOptions(options: ClientIpOptions | undefined, where = "clientIp"): void {
   if (options === undefined) return;
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`${where}: options must be an object like { trust, ipv6Subnet }; got ${describe(options)}`);
+  }
   const { trust, ipv6Subnet } = options;
   if (
     trust !== undefined &&
@@ -72,7 +75,7 @@ export function clientIp(request: Request, options: ClientIpOptions = {}): strin
     raw = hops[hops.length - trust];
   }
   if (raw === undefined) return undefined;
-  return normalizeIp(raw, options);
+  return normalize(raw, options.ipv6Subnet ?? 64);
 }
 
 /**
@@ -87,7 +90,12 @@ export function clientIp(request: Request, options: ClientIpOptions = {}): strin
  * ```
  */
 export function normalizeIp(address: string, options: Pick<ClientIpOptions, "ipv6Subnet"> = {}): string | undefined {
-  const subnet = options.ipv6Subnet ?? 64;
+  validateClientIpOptions(options, "normalizeIp");
+  return normalize(address, options.ipv6Subnet ?? 64);
+}
+
+function normalize(address: string, subnet: number): string | undefined {
+  if (typeof address !== "string") return undefined;
   let value = address.trim();
   if (value.startsWith("[") && value.endsWith("]")) value = value.slice(1, -1);
   const v4 = parseIPv4(value);
@@ -139,6 +147,8 @@ function parseIPv6(value: string): number[] | undefined {
   if (!value.includes(":")) return undefined;
   const halves = value.split("::");
   if (halves.length > 2) return undefined;
+  // a dotted IPv4 part may only be the last 32 bits, never before "::"
+  if (halves.length === 2 && (halves[0] as string).includes(".")) return undefined;
   const head = parseHextets(halves[0] as string);
   if (head === undefined) return undefined;
   if (halves.length === 1) return head.length === 8 ? head : undefined;

@@ -5,7 +5,7 @@
  * @module
  */
 import { type Policy, isPolicy, validateName } from "./algorithms.js";
-import { SluiceConfigError, describe } from "./errors.js";
+import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { type HeaderStyle, type HeadersOption, ietfPolicyHeader, resolveHeaderStyles, setRateLimitHeaders } from "./headers.js";
 import { RateLimiter, type StoreErrorMode, assertKey } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
@@ -93,8 +93,16 @@ function requireFunction(value: unknown, option: string, optional: boolean): voi
   if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
 }
 
-/** Adds `headers` to `response`, copying it first if its headers are immutable. */
+/**
+ * Adds `headers` to `response` (headers it already has win), copying it first if its headers are
+ * immutable (`Response.redirect()`, a `fetch()` response). A network error (`Response.error()`,
+ * status 0) cannot carry headers or be copied: it is returned unchanged.
+ */
 function withHeaders(response: Response, headers: Headers): Response {
+  if (typeof response !== "object" || response === null || typeof (response as Partial<Response>).status !== "number") {
+    throw new SluiceConfigError(`onLimited must return a Response; got ${describe(response)}`);
+  }
+  if (response.type === "error" || response.status === 0) return response;
   try {
     for (const [name, value] of headers) if (!response.headers.has(name)) response.headers.set(name, value);
     return response;
@@ -140,6 +148,9 @@ export function createGuard<C = Request>(options: GuardOptions<C>): Guard<C> {
     throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
   }
   const styles: readonly HeaderStyle[] = resolveHeaderStyles(options.headers);
+  if ("tiers" in options && options.tiers !== undefined && (options as { limiter?: unknown }).limiter !== undefined) {
+    throw new SluiceConfigError("createGuard takes either limiter or tiers, not both");
+  }
   const pick = "tiers" in options && options.tiers !== undefined ? tieredPicker(options) : singlePicker(options as LimiterGuardOptions<C>);
   const limitOptions = typeof cost === "number" ? { cost } : undefined;
 
@@ -148,7 +159,14 @@ export function createGuard<C = Request>(options: GuardOptions<C>): Guard<C> {
     const id = await key(ctx);
     assertKey(id);
     const target = await pick(ctx, id);
-    const decision = await target.limiter.limit(id, typeof cost === "function" ? { cost: await cost(ctx) } : limitOptions);
+    let options = limitOptions;
+    if (typeof cost === "function") {
+      const units = await cost(ctx);
+      // `{ cost: undefined }` would mean the default, 1: a cost function must answer a number
+      if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined");
+      options = { cost: units };
+    }
+    const decision = await target.limiter.limit(id, options);
     const headers = new Headers();
     setRateLimitHeaders(headers, decision, styles, target.limiter.policies, target.ietfPolicy);
     if (decision.allowed) return { decision, headers, response: undefined };
@@ -185,7 +203,14 @@ function tieredPicker<C>(options: TieredGuardOptions<C>): (ctx: C, key: string) 
   for (const [name, limits] of Object.entries(tiers)) {
     validateName(name, `tiers: tier name`);
     const list = Array.isArray(limits) ? limits : [limits];
-    if (!list.every(isPolicy)) throw new SluiceConfigError(`tiers.${name} must be a policy or a list of policies`);
+    if (list.length === 0 || !list.every(isPolicy)) {
+      throw new SluiceConfigError(`tiers.${name} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
+    }
+    const names = list.map((p) => p.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) {
+      throw new SluiceConfigError(`tiers.${name}: two limits are named ${describe(twice)}; give one a distinct name option`);
+    }
     const limiter = new RateLimiter({
       store,
       limits: list,
@@ -210,8 +235,8 @@ function tieredPicker<C>(options: TieredGuardOptions<C>): (ctx: C, key: string) 
     const answer = tier(ctx, key);
     const entry = { tier: answer, expiresAt: now + ttlMs };
     cache.set(key, entry);
-    if (typeof answer !== "string") {
-      answer.then(
+    if (typeof (answer as { then?: unknown } | undefined)?.then === "function") {
+      (answer as Promise<string>).then(
         (name) => {
           if (cache.get(key) === entry) entry.tier = name;
         },

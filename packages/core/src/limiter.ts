@@ -1,4 +1,5 @@
 import { type Policy, isPolicy, validateName } from "./algorithms.js";
+import { MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceError, SluiceInputError, describe } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
@@ -173,8 +174,14 @@ export class RateLimiter {
       throw new SluiceConfigError(`RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`);
     }
     const timeoutMs = options.timeoutMs;
-    if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)) {
-      throw new SluiceConfigError(`RateLimiter: timeoutMs must be a positive integer of milliseconds; got ${describe(timeoutMs)}`);
+    if (
+      timeoutMs !== undefined &&
+      (typeof timeoutMs !== "number" || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_DURATION_MS)
+    ) {
+      // above 2^31-1 ms, setTimeout fires at once: every store call would time out
+      throw new SluiceConfigError(
+        `RateLimiter: timeoutMs must be a positive integer of milliseconds, at most ${MAX_DURATION_MS}; got ${describe(timeoutMs)}`,
+      );
     }
     const store = options.store ?? new MemoryStore();
     if (typeof (store as Partial<Store>).bind !== "function") {

@@ -23,7 +23,10 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
   let detail: string;
   if (decision.reason === "store-error" || decision.reason === "timeout") {
-    detail = `The rate limiter's store is unavailable and this route fails closed; retry after ${retryAfter} seconds.`;
+    detail =
+      retryAfter === null
+        ? `The rate limiter's store is unavailable, and the request's cost exceeds the quota of policy "${decision.policy}".`
+        : `The rate limiter's store is unavailable and this route fails closed; retry after ${retryAfter} seconds.`;
   } else if (retryAfter === null) {
     detail = `The request's cost exceeds the quota of policy "${decision.policy}" and can never be allowed.`;
   } else {
