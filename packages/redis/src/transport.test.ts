@@ -171,12 +171,12 @@ describe("a hung server", () => {
       timeoutMs: 150,
     });
     expect((await limiter.limit("k")).reason).toBe("ok");
-    server.pause();
+    await server.pause();
     try {
       const d = await limiter.limit("k");
       expect(d).toMatchObject({ allowed: true, reason: "timeout", remaining: 4 });
     } finally {
-      server.resume();
+      await server.resume();
     }
     client.disconnect();
   });

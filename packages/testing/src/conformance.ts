@@ -26,7 +26,7 @@ import {
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
-import { type VectorCase, policyFromSpec, policySpecArbitrary } from "./vectors.js";
+import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary } from "./vectors.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
 
 import { T0 } from "./conformance-constants.js";
@@ -417,7 +417,7 @@ export function testStore(options: TestStoreOptions): void {
               { minLength: 1, maxLength: 40 },
             ),
             async (specs, steps) => {
-              const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } }));
+              const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
               const l = limiter(policies);
               const ref = new ReferenceLimiter(policies);
               let t = T0 + 7;

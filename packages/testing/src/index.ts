@@ -7,5 +7,6 @@
 export { testStore, uniquePrefix, replayCase, T0, type TestStoreOptions } from "./conformance.js";
 export { ReferenceLimiter, plain, type PlainDecision } from "./reference.js";
 export { policyFromSpec, policySpecArbitrary, type PolicySpec, type VectorCase, type VectorStep } from "./vectors.js";
-export * from "./redis-server.js";
-export * from "./upstash-bridge.js";
+// The redis-server helper and the Upstash bridge need Node: import them from their subpaths,
+// "@sluice/testing/redis-server" and "@sluice/testing/upstash-bridge", so that this entry also
+// loads inside workerd.
