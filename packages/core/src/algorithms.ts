@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { type Duration, formatMs, toMs } from "./duration.js";
+import { type Duration, MAX_DURATION_MS, formatMs, toMs } from "./duration.js";
 import { SluiceConfigError, describe } from "./errors.js";
 
 interface PolicyCommon {
@@ -293,12 +293,33 @@ function ceilRatioSeconds(count: number, spanMs: number, amount: number): number
   return Math.ceil(numerator / denominator);
 }
 
-const KINDS: ReadonlySet<string> = new Set(["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"]);
+const isCount = (x: unknown, min = 1): boolean => typeof x === "number" && Number.isSafeInteger(x) && x >= min;
 
-/** True if `value` looks like a policy made by one of the factories. */
+/**
+ * True if `value` is a policy as the factories make them: the right `kind`, a valid name and every
+ * parameter the algorithms read, as positive safe integers (so a hand-made object cannot slip
+ * non-integers into the arithmetic).
+ */
 export function isPolicy(value: unknown): value is Policy {
-  return (
-    typeof value === "object" && value !== null && KINDS.has((value as { kind?: unknown }).kind as string) &&
-    typeof (value as { name?: unknown }).name === "string"
-  );
+  if (typeof value !== "object" || value === null) return false;
+  const p = value as Record<string, unknown>;
+  if (typeof p.name !== "string" || !NAME_RE.test(p.name) || !isCount(p.limit) || !isCount(p.windowSeconds)) return false;
+  switch (p.kind) {
+    case "fixedWindow":
+    case "slidingLog":
+      return isCount(p.windowMs) && (p.windowMs as number) <= MAX_DURATION_MS;
+    case "slidingWindow":
+      return isCount(p.windowMs) && (p.windowMs as number) <= MAX_DURATION_MS && (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER;
+    case "tokenBucket":
+    case "leakyBucket":
+      return (
+        isCount(p.emissionIntervalUs) &&
+        isCount(p.burst) &&
+        isCount(p.queue, 0) &&
+        p.limit === p.burst &&
+        ((p.burst as number) + (p.queue as number)) * (p.emissionIntervalUs as number) <= MAX_GCRA_SPAN_US
+      );
+    default:
+      return false;
+  }
 }

@@ -708,3 +708,24 @@ describe("limit, peek and reset against a healthy store", () => {
     expect((await a.peek("k")).remaining).toBe(0);
   });
 });
+
+describe("hand-made policies", () => {
+  it("RateLimiter accepts only policies whose parameters the algorithms can compute with", () => {
+    const good = fixedWindow({ limit: 3, window: "1m" });
+    expect(() => new RateLimiter({ limits: good })).not.toThrow();
+    const bad: unknown[] = [
+      { kind: "fixedWindow", name: "x" },
+      { ...good, windowMs: 1.5 },
+      { ...good, limit: -1 },
+      { ...good, kind: "slidingWindow", limit: 2 ** 40, windowMs: 2 ** 31 - 1 },
+      { ...tokenBucket({ capacity: 3, refillRate: 1 }), emissionIntervalUs: 0 },
+      { ...leakyBucket({ rate: 1, period: "1s", burst: 2 }), queue: -1 },
+      { ...leakyBucket({ rate: 1, period: "1s", burst: 2 }), limit: 3 },
+      { ...good, name: "has space" },
+      { ...good, kind: "mystery" },
+    ];
+    for (const policy of bad) {
+      expect(() => new RateLimiter({ limits: policy as never }), JSON.stringify(policy)).toThrow(/limits\[0\] must be a policy/);
+    }
+  });
+});

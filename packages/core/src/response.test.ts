@@ -138,7 +138,7 @@ describe("the default 429", () => {
       type: TYPE,
       title: TITLE,
       status: 429,
-      detail: "The rate limiter's store is unavailable and this route fails closed; retry after 1 seconds.",
+      detail: "The rate limiter's store is unavailable and the request was not allowed; retry after 1 second.",
       retryAfter: 1,
       "violated-policies": ["login"],
     });

@@ -21,16 +21,17 @@ export interface QuotaExceededProblem {
 export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   const retryAfter = Number.isFinite(decision.retryAfterMs) ? Math.max(0, Math.ceil(decision.retryAfterMs / 1000)) : null;
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
+  const wait = retryAfter === 1 ? "1 second" : `${retryAfter} seconds`;
   let detail: string;
   if (decision.reason === "store-error" || decision.reason === "timeout") {
     detail =
       retryAfter === null
         ? `The rate limiter's store is unavailable, and the request's cost exceeds the quota of policy "${decision.policy}".`
-        : `The rate limiter's store is unavailable and this route fails closed; retry after ${retryAfter} seconds.`;
+        : `The rate limiter's store is unavailable and the request was not allowed; retry after ${wait}.`;
   } else if (retryAfter === null) {
     detail = `The request's cost exceeds the quota of policy "${decision.policy}" and can never be allowed.`;
   } else {
-    detail = `Quota of policy "${decision.policy}" exceeded; retry after ${retryAfter} seconds.`;
+    detail = `Quota of policy "${decision.policy}" exceeded; retry after ${wait}.`;
   }
   return {
     type: QUOTA_EXCEEDED_TYPE,
