@@ -87,6 +87,24 @@ function costOf(options: LimitOptions | undefined): number {
  */
 export function toDecision(result: StoreResult, reason?: DecisionReason): Decision {
   const policies = result.policies;
+  if (policies.length === 1) {
+    // one policy: it binds (the common case, kept free of loops)
+    const r = policies[0] as PolicyResult;
+    const allowed = r.allowed;
+    return {
+      allowed,
+      now: result.now,
+      limit: r.limit,
+      remaining: r.remaining,
+      resetAt: r.resetAt,
+      retryAfterMs: allowed ? 0 : r.retryAfterMs,
+      delayMs: allowed ? r.delayMs : 0,
+      policy: r.policy,
+      policies,
+      reason: reason ?? (allowed ? "ok" : r.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
+      pending: NO_PENDING,
+    };
+  }
   let allowed = true;
   for (let i = 0; i < policies.length; i++) if (!(policies[i] as PolicyResult).allowed) allowed = false;
   let binding = policies[0] as PolicyResult;
