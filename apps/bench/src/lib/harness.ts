@@ -1,0 +1,159 @@
+/**
+ * The throughput harness shared by every benchmark file: sequential decisions (one `await` at a
+ * time, like a request handler), warm-up, a fixed number of operations per round calibrated during
+ * warm-up, contenders interleaved across rounds, the median reported.
+ *
+ * @module
+ */
+
+/** One competitor in a throughput scenario. */
+export interface Contender {
+  /** The row label, e.g. `"tokenBucket"` or `"rate-limiter-flexible"`. */
+  readonly name: string;
+  /** Every measured call must be allowed (`"allow"`) or denied (`"deny"`); anything else aborts the bench. */
+  readonly expect: "allow" | "deny";
+  /**
+   * Makes `ops` decisions one at a time (each awaited before the next) over prebuilt keys and
+   * returns how many were allowed. Every contender's loop has the same shape; only the call differs.
+   */
+  run(ops: number): Promise<number>;
+}
+
+/** How long and how often to measure. */
+export interface ThroughputOptions {
+  /** Timed rounds per contender; the median is reported. */
+  rounds: number;
+  /** Warm-up time per contender before calibration, in ms (ignored when `warmupOps` is set). */
+  warmupMs: number;
+  /** Target duration of one round, in ms: each contender's fixed `opsPerRound` is sized from its warm-up rate. */
+  targetRoundMs: number;
+  /** Fixed warm-up operations instead of `warmupMs` (tests). */
+  warmupOps?: number;
+  /** Fixed operations per round instead of calibrating to `targetRoundMs` (tests). */
+  opsPerRound?: number;
+}
+
+/** One contender's result. */
+export interface ThroughputResult {
+  readonly name: string;
+  /** Operations in each timed round (fixed for all rounds). */
+  readonly opsPerRound: number;
+  /** Decisions per second of each round, in the order run. */
+  readonly roundOpsPerSec: number[];
+  /** The median of `roundOpsPerSec`. */
+  readonly opsPerSec: number;
+}
+
+const collect: () => void = typeof globalThis.gc === "function" ? () => (globalThis.gc as () => void)() : () => {};
+
+/** Whether a full garbage collection can be forced (`node --expose-gc`). */
+export const canCollect = typeof globalThis.gc === "function";
+
+/** The median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) throw new RangeError("median of an empty list");
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** Rounds to two significant digits, at least 1 (`123_456` → `120_000`). */
+export function roundOps(ops: number): number {
+  if (!(ops >= 1)) return 1;
+  const magnitude = 10 ** Math.max(0, Math.floor(Math.log10(ops)) - 1);
+  return Math.max(1, Math.round(ops / magnitude) * magnitude);
+}
+
+async function timed(contender: Contender, ops: number): Promise<number> {
+  const start = performance.now();
+  const allowed = await contender.run(ops);
+  const elapsedMs = performance.now() - start;
+  const expected = contender.expect === "allow" ? ops : 0;
+  if (allowed !== expected) {
+    throw new Error(
+      `${contender.name}: expected ${contender.expect === "allow" ? "every" : "no"} call of ${ops} to be allowed, but ${allowed} were: the scenario is misconfigured`,
+    );
+  }
+  return elapsedMs;
+}
+
+/** Warms a contender up and returns its calibrated operations per round. */
+async function warmUp(contender: Contender, options: ThroughputOptions): Promise<number> {
+  if (options.warmupOps !== undefined) {
+    await timed(contender, options.warmupOps);
+    return options.opsPerRound ?? options.warmupOps;
+  }
+  let ops = 1_000;
+  let spentMs = 0;
+  let rate = 0;
+  // doubling chunks until the warm-up time is spent; the last chunk (the most optimized code) sets the rate
+  while (spentMs < options.warmupMs) {
+    const elapsedMs = await timed(contender, ops);
+    spentMs += elapsedMs;
+    rate = (ops * 1000) / Math.max(elapsedMs, 0.001); // decisions per second
+    if (elapsedMs < options.warmupMs / 4) ops *= 2;
+  }
+  return options.opsPerRound ?? roundOps((rate * options.targetRoundMs) / 1000);
+}
+
+/**
+ * Measures every contender: warm-up and calibration first, then `rounds` rounds in which each
+ * contender runs its fixed number of operations once. The starting contender rotates every round,
+ * so machine noise is spread over all of them. A full GC (when exposed) precedes every timed run.
+ * Rejects if a contender allows a call it should deny or the reverse.
+ */
+export async function measureThroughput(contenders: readonly Contender[], options: ThroughputOptions): Promise<ThroughputResult[]> {
+  const opsPerRound: number[] = [];
+  for (const contender of contenders) opsPerRound.push(await warmUp(contender, options));
+  const rounds: number[][] = contenders.map(() => []);
+  for (let round = 0; round < options.rounds; round++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (round + k) % contenders.length;
+      const ops = opsPerRound[i] as number;
+      collect();
+      const elapsedMs = await timed(contenders[i] as Contender, ops);
+      (rounds[i] as number[]).push((ops * 1000) / elapsedMs);
+    }
+  }
+  return contenders.map((contender, i) => ({
+    name: contender.name,
+    opsPerRound: opsPerRound[i] as number,
+    roundOpsPerSec: rounds[i] as number[],
+    opsPerSec: median(rounds[i] as number[]),
+  }));
+}
+
+/** A deterministic shuffle (mulberry32), so every contender sees the same key order. */
+export function shuffled<T>(items: readonly T[], seed = 0x5eed): T[] {
+  const out = [...items];
+  let state = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const j = Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * (i + 1));
+    const tmp = out[i] as T;
+    out[i] = out[j] as T;
+    out[j] = tmp;
+  }
+  return out;
+}
+
+/** `count` distinct short keys (`"user:0"`, `"user:1"`, ...), flat strings built up front. */
+export function buildKeys(count: number, prefix = "user:"): string[] {
+  const keys: string[] = new Array(count);
+  for (let i = 0; i < count; i++) keys[i] = prefix + i;
+  return keys;
+}
+
+/**
+ * `a` relative to `b`, measured in the same rounds: the median over rounds of `a[i] / b[i]`.
+ * Pairing by round cancels load that drifts during a run (other processes on the machine).
+ */
+export function pairedRatio(a: ThroughputResult, b: ThroughputResult): number {
+  const n = Math.min(a.roundOpsPerSec.length, b.roundOpsPerSec.length);
+  const ratios: number[] = [];
+  for (let i = 0; i < n; i++) ratios.push((a.roundOpsPerSec[i] as number) / (b.roundOpsPerSec[i] as number));
+  return median(ratios);
+}

@@ -1,0 +1,265 @@
+/**
+ * The in-memory contenders: Sluice's `RateLimiter` over a `MemoryStore` with each algorithm,
+ * rate-limiter-flexible's `RateLimiterMemory.consume`, and a naive floor (an `async` function over a
+ * `Map` of one integer per key). Each throughput contender has the same loop shape: one awaited
+ * decision per iteration over a prebuilt key array, counting the allowed ones; each contender has
+ * its own copy of the loop, so no loop's call site is shared (and made polymorphic) by two callees.
+ *
+ * @module
+ */
+import {
+  MemoryStore,
+  type Policy,
+  RateLimiter,
+  fixedWindow,
+  leakyBucket,
+  slidingLog,
+  slidingWindow,
+  tokenBucket,
+} from "@sluice/core";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { type Contender, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
+import { type Decide, type HeapResult, measureHeapHere } from "./lib/heap.js";
+
+export const ALGORITHMS = ["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"] as const;
+export type Algorithm = (typeof ALGORITHMS)[number];
+
+export const RLF = "rate-limiter-flexible";
+export const FLOOR = "naive floor";
+export const CLOCK_FLOOR = "floor + Date.now()";
+
+/**
+ * Policies that never deny within a benchmark run. The sliding log keeps one entry per distinct
+ * millisecond in which a key admitted requests (same-millisecond requests merge into one entry),
+ * so its window is 1 s: the log then holds at most ~1,000 entries per key and is in a steady state
+ * (old entries leave as new ones arrive) instead of growing for the whole run as a 1 h log would.
+ */
+export function allowPolicy(algorithm: Algorithm): Policy {
+  switch (algorithm) {
+    case "fixedWindow":
+      return fixedWindow({ limit: 1e9, window: "1h" });
+    case "slidingWindow":
+      return slidingWindow({ limit: 1e9, window: "1h" });
+    case "slidingLog":
+      return slidingLog({ limit: 1e9, window: "1s" });
+    case "tokenBucket":
+      return tokenBucket({ capacity: 1e9, refillRate: 1e9 });
+    case "leakyBucket":
+      return leakyBucket({ rate: 1e9, period: "1s", burst: 1e9 });
+  }
+}
+
+/** Policies with a quota of 1 for an hour: after one request, every request is denied. */
+export function denyPolicy(algorithm: Algorithm): Policy {
+  switch (algorithm) {
+    case "fixedWindow":
+      return fixedWindow({ limit: 1, window: "1h" });
+    case "slidingWindow":
+      return slidingWindow({ limit: 1, window: "1h" });
+    case "slidingLog":
+      return slidingLog({ limit: 1, window: "1h" });
+    case "tokenBucket":
+      return tokenBucket({ capacity: 1, refillRate: 1, interval: "1h" });
+    case "leakyBucket":
+      return leakyBucket({ rate: 1, period: "1h", burst: 1 });
+  }
+}
+
+/** Realistic policies for the idle-key memory figure (the numbers do not change the state's size). */
+export function idlePolicy(algorithm: Algorithm): Policy {
+  switch (algorithm) {
+    case "fixedWindow":
+      return fixedWindow({ limit: 100, window: "1m" });
+    case "slidingWindow":
+      return slidingWindow({ limit: 100, window: "1m" });
+    case "slidingLog":
+      return slidingLog({ limit: 100, window: "1m" });
+    case "tokenBucket":
+      return tokenBucket({ capacity: 100, refillRate: 10 });
+    case "leakyBucket":
+      return leakyBucket({ rate: 10, period: "1s", burst: 100 });
+  }
+}
+
+/**
+ * The naive floor: the least a limiter can do per decision in an `async` API — one `Map` lookup
+ * and, when allowed, one write of one integer per key.
+ */
+export function naiveFloor(limit: number): (key: string) => Promise<boolean> {
+  const counts = new Map<string, number>();
+  return async function decide(key: string): Promise<boolean> {
+    const used = counts.get(key) ?? 0;
+    if (used >= limit) return false;
+    counts.set(key, used + 1);
+    return true;
+  };
+}
+
+/**
+ * The naive floor plus one `Date.now()` per decision: not a target, but the ceiling of any limiter
+ * that reads the clock once per decision, printed so the floor ratios can be read in context.
+ */
+export function clockFloor(limit: number): (key: string) => Promise<boolean> {
+  const counts = new Map<string, number>();
+  return async function decide(key: string): Promise<boolean> {
+    const nowMs = Date.now();
+    const used = counts.get(key) ?? 0;
+    if (used >= limit || nowMs < 0) return false; // reads the clock so it cannot be optimized away
+    counts.set(key, used + 1);
+    return true;
+  };
+}
+
+/** A Sluice limiter with one policy over its own `MemoryStore`. */
+export function sluiceLimiter(policy: Policy, maxKeys: number): RateLimiter {
+  return new RateLimiter({ store: new MemoryStore({ maxKeys }), limits: policy });
+}
+
+export function sluiceContender(name: string, limiter: RateLimiter, keys: readonly string[], expect: "allow" | "deny"): Contender {
+  const n = keys.length;
+  return {
+    name,
+    expect,
+    async run(ops: number): Promise<number> {
+      let allowed = 0;
+      for (let i = 0; i < ops; i++) {
+        const decision = await limiter.limit(keys[i % n] as string);
+        if (decision.allowed) allowed++;
+      }
+      return allowed;
+    },
+  };
+}
+
+export function rlfContender(limiter: RateLimiterMemory, keys: readonly string[], expect: "allow" | "deny"): Contender {
+  const n = keys.length;
+  return {
+    name: RLF,
+    expect,
+    async run(ops: number): Promise<number> {
+      let allowed = 0;
+      for (let i = 0; i < ops; i++) {
+        try {
+          await limiter.consume(keys[i % n] as string);
+          allowed++;
+        } catch (error) {
+          // rate-limiter-flexible rejects a denial with a RateLimiterRes; anything else is a real error
+          if (!(error instanceof RateLimiterRes)) throw error;
+        }
+      }
+      return allowed;
+    },
+  };
+}
+
+export function floorContender(decide: (key: string) => Promise<boolean>, keys: readonly string[], expect: "allow" | "deny"): Contender {
+  const n = keys.length;
+  return {
+    name: FLOOR,
+    expect,
+    async run(ops: number): Promise<number> {
+      let allowed = 0;
+      for (let i = 0; i < ops; i++) {
+        if (await decide(keys[i % n] as string)) allowed++;
+      }
+      return allowed;
+    },
+  };
+}
+
+/** Same loop as {@link floorContender}, written out again so that each loop's call site sees one callee. */
+export function clockFloorContender(decide: (key: string) => Promise<boolean>, keys: readonly string[], expect: "allow" | "deny"): Contender {
+  const n = keys.length;
+  return {
+    name: CLOCK_FLOOR,
+    expect,
+    async run(ops: number): Promise<number> {
+      let allowed = 0;
+      for (let i = 0; i < ops; i++) {
+        if (await decide(keys[i % n] as string)) allowed++;
+      }
+      return allowed;
+    },
+  };
+}
+
+/** The throughput scenarios, with their targets against rate-limiter-flexible. */
+export const SCENARIOS = {
+  hot: { title: "1 hot key", expect: "allow" },
+  many: { title: "many keys", expect: "allow" },
+  deny: { title: "deny path (1 exhausted key)", expect: "deny" },
+} as const;
+export type ScenarioId = keyof typeof SCENARIOS;
+
+/**
+ * One scenario's contenders, in table order: rate-limiter-flexible, the floor, the floor with a
+ * clock read, then Sluice with `algorithm`. For `"deny"`, every key has already used its quota of
+ * 1, so every measured call is denied (a rejected promise for rate-limiter-flexible).
+ */
+export async function scenarioContenders(algorithm: Algorithm, keys: readonly string[], expect: "allow" | "deny"): Promise<Contender[]> {
+  const quota = expect === "allow" ? 1e9 : 1;
+  const rlf = new RateLimiterMemory({ points: quota, duration: 3600 });
+  const floor = naiveFloor(quota);
+  const withClock = clockFloor(quota);
+  const limiter = sluiceLimiter(expect === "allow" ? allowPolicy(algorithm) : denyPolicy(algorithm), Math.max(keys.length, 1));
+  if (expect === "deny") {
+    for (const key of keys) {
+      await rlf.consume(key);
+      if (!(await floor(key)) || !(await withClock(key))) throw new Error("a floor denied a first request");
+      if (!(await limiter.limit(key)).allowed) throw new Error(`${algorithm} denied a first request`);
+    }
+  }
+  return [
+    rlfContender(rlf, keys, expect),
+    floorContender(floor, keys, expect),
+    clockFloorContender(withClock, keys, expect),
+    sluiceContender(algorithm, limiter, keys, expect),
+  ];
+}
+
+/** One scenario's measurements from one process. */
+export interface ScenarioMeasurement {
+  readonly scenario: ScenarioId;
+  readonly keys: number;
+  readonly results: ThroughputResult[];
+}
+
+/**
+ * Child-process entry: every scenario for one Sluice algorithm beside the baselines, all in this
+ * process, contenders interleaved round by round.
+ */
+export async function measureAlgorithm(algorithm: Algorithm, manyKeys: number, options: ThroughputOptions): Promise<ScenarioMeasurement[]> {
+  if (!ALGORITHMS.includes(algorithm)) throw new Error(`unknown algorithm ${JSON.stringify(algorithm)}`);
+  const out: ScenarioMeasurement[] = [];
+  for (const scenario of Object.keys(SCENARIOS) as ScenarioId[]) {
+    const keys = scenario === "many" ? shuffled(buildKeys(manyKeys)) : buildKeys(1);
+    const contenders = await scenarioContenders(algorithm, keys, SCENARIOS[scenario].expect);
+    out.push({ scenario, keys: keys.length, results: await measureThroughput(contenders, options) });
+  }
+  return out;
+}
+
+/** Builders of the subjects of the idle-key memory figure; each builds a limiter sized for `keyCount` keys. */
+export const heapSubjects: Readonly<Record<string, (keyCount: number) => Decide>> = {
+  [RLF]: () => {
+    const limiter = new RateLimiterMemory({ points: 100, duration: 60 });
+    return (key) => limiter.consume(key);
+  },
+  [FLOOR]: () => naiveFloor(100),
+  ...Object.fromEntries(
+    ALGORITHMS.map((a): [string, (keyCount: number) => Decide] => [
+      a,
+      (keyCount) => {
+        const limiter = sluiceLimiter(idlePolicy(a), keyCount + 1); // + the warm-up key
+        return (key) => limiter.limit(key);
+      },
+    ]),
+  ),
+};
+
+/** Child-process entry: bytes per idle key of one subject. */
+export function measureHeap(subject: string, keyCount: number): Promise<HeapResult> {
+  const create = heapSubjects[subject];
+  if (create === undefined) throw new Error(`unknown heap subject ${JSON.stringify(subject)}; have ${Object.keys(heapSubjects).join(", ")}`);
+  return measureHeapHere(subject, keyCount, create);
+}

@@ -1,0 +1,129 @@
+/**
+ * Smoke test of the in-memory benchmark: runs every piece with tiny iteration counts and checks the
+ * shape of what it reports. Never asserts timings.
+ */
+import { describe, expect, it } from "vitest";
+import { buildKeys, measureThroughput, median, pairedRatio, roundOps, shuffled } from "./lib/harness.js";
+import { markdownTable, target, verdict } from "./lib/report.js";
+import { CLOCK_FLOOR, FLOOR, RLF, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
+import { TARGETS, type ThroughputRow, formatMemoryReport, runMemoryBench } from "./memory.js";
+
+const tiny = { rounds: 2, warmupMs: 0, targetRoundMs: 0, warmupOps: 5, opsPerRound: 20 };
+
+describe("harness", () => {
+  it("computes medians, paired ratios and round sizes", () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 2, 3])).toBe(2.5);
+    expect(() => median([])).toThrow(RangeError);
+    const a = { name: "a", opsPerRound: 1, roundOpsPerSec: [10, 30, 20], opsPerSec: 20 };
+    const b = { name: "b", opsPerRound: 1, roundOpsPerSec: [5, 10, 40], opsPerSec: 10 };
+    expect(pairedRatio(a, b)).toBe(2); // ratios 2, 3, 0.5
+    expect(roundOps(123_456)).toBe(120_000);
+    expect(roundOps(0.2)).toBe(1);
+  });
+
+  it("builds distinct keys and shuffles them the same way every time", () => {
+    const keys = buildKeys(1000);
+    expect(keys[0]).toBe("user:0");
+    expect(new Set(keys).size).toBe(1000);
+    const once = shuffled(keys);
+    expect(shuffled(keys)).toEqual(once);
+    expect(once).not.toEqual(keys);
+    expect([...once].sort()).toEqual([...keys].sort());
+  });
+
+  it("rejects a contender that allows on the deny path or denies on the allow path", async () => {
+    await expect(measureThroughput([{ name: "leaky", expect: "deny", run: async (ops) => ops }], tiny)).rejects.toThrow(
+      "leaky: expected no call of 5 to be allowed, but 5 were",
+    );
+    await expect(measureThroughput([{ name: "stingy", expect: "allow", run: async () => 0 }], tiny)).rejects.toThrow(
+      "stingy: expected every call of 5 to be allowed, but 0 were",
+    );
+  });
+});
+
+describe("contenders", () => {
+  it("allow every call in the allow scenarios and deny every call on the deny path", async () => {
+    for (const expectation of ["allow", "deny"] as const) {
+      const contenders = await scenarioContenders("slidingLog", buildKeys(expectation === "allow" ? 50 : 1), expectation);
+      expect(contenders.map((c) => c.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "slidingLog"]);
+      for (const c of contenders) expect(await c.run(120)).toBe(expectation === "allow" ? 120 : 0);
+    }
+  });
+
+  it("measure one algorithm in every scenario", async () => {
+    const measured = await measureAlgorithm("tokenBucket", 50, tiny);
+    expect(measured.map((m) => [m.scenario, m.keys])).toEqual([
+      ["hot", 1],
+      ["many", 50],
+      ["deny", 1],
+    ]);
+    for (const m of measured) {
+      expect(m.results.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket"]);
+      for (const r of m.results) {
+        expect(r.opsPerRound).toBe(20);
+        expect(r.roundOpsPerSec).toHaveLength(2);
+        expect(r.opsPerSec).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it("measure bytes per key (shape only; needs --expose-gc, so in-process it refuses)", async () => {
+    if (typeof globalThis.gc === "function") {
+      const r = await measureHeap("tokenBucket", 100);
+      expect(r).toMatchObject({ subject: "tokenBucket", keys: 100 });
+    } else {
+      await expect(measureHeap("tokenBucket", 100)).rejects.toThrow("run with node --expose-gc");
+    }
+  });
+});
+
+describe("report", () => {
+  it("formats tables and verdicts", () => {
+    expect(markdownTable(["a", "bb"], [["1", "2"], ["333", "4"]], ["l", "r"])).toBe(
+      ["| a   | bb |", "|-----|---:|", "| 1   |  2 |", "| 333 |  4 |"].join("\n"),
+    );
+    expect(verdict(target(RLF, ">=", 1.3, 1.5))).toBe("PASS (≥ 1.3x)");
+    expect(verdict(target("bytes", "<=", 80, 81), " B")).toBe("MISS (≤ 80 B)");
+  });
+
+  it("runs the whole benchmark in child processes and reports every figure with its target", async () => {
+    const report = await runMemoryBench({
+      ...tiny,
+      manyKeys: 50,
+      heapKeys: 1000,
+      algorithms: ["tokenBucket"],
+      heapSubjects: [FLOOR, "tokenBucket"],
+    });
+    expect(report.scenarios.map((s) => [s.id, s.title, s.keys, s.expect])).toEqual([
+      ["hot", "1 hot key", 1, "allow"],
+      ["many", "50 keys", 50, "allow"],
+      ["deny", "deny path (1 exhausted key)", 1, "deny"],
+    ]);
+    for (const s of report.scenarios) {
+      expect(s.rows.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket"]);
+      const [rlf, floor, , sluice] = s.rows as [ThroughputRow, ThroughputRow, ThroughputRow, ThroughputRow];
+      expect(rlf.vsRlf).toBe(1);
+      expect(floor.vsFloor).toBe(1);
+      expect(rlf.targets).toEqual([]);
+      expect(sluice?.targets.map((t) => [t.against, t.op, t.bound, t.value])).toEqual([
+        [RLF, ">=", TARGETS.vsRlf[s.id], sluice.vsRlf],
+        [FLOOR, ">=", TARGETS.vsFloor, sluice.vsFloor],
+      ]);
+      for (const r of s.rows) expect(Number.isFinite(r.opsPerSec) && r.opsPerSec > 0).toBe(true);
+    }
+    expect(report.memory.map((m) => [m.subject, m.keys, m.targets.map((t) => [t.op, t.bound])])).toEqual([
+      [FLOOR, 1000, []],
+      ["tokenBucket", 1000, [["<=", TARGETS.tokenBucketBytesPerKey]]],
+    ]);
+    expect(report.memory[0]?.vsFloor).toBe(1);
+    expect(report.summary.pass + report.summary.miss).toBe(3 * 2 + 1);
+    expect(report.summary.misses).toHaveLength(report.summary.miss);
+
+    const text = formatMemoryReport(report);
+    expect(text).toContain("| scenario                    | contender             | decisions/s | ÷ rate-limiter-flexible | target");
+    expect(text).toMatch(/\| deny path \(1 exhausted key\) \| tokenBucket +\| +[\d.]+ [kM]\/s \| +[\d.]+x \| (PASS|MISS) \(≥ 10x\) +\|/);
+    expect(text).toMatch(/\| tokenBucket +\| +-?[\d.]+ \|.*\| (PASS|MISS) \(≤ 80 B\) \|/);
+    expect(text).toContain(`Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS`);
+  });
+});

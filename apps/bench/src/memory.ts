@@ -1,0 +1,288 @@
+/**
+ * `pnpm --filter @sluice/bench bench:memory`: in-memory decisions per second for each algorithm
+ * with 1 hot key, with 100,000 keys and on the deny path, plus bytes per idle key over 1,000,000
+ * keys — beside rate-limiter-flexible's `RateLimiterMemory` and a naive floor, all measured in the
+ * same run and printed as ratios with the targets (PASS/MISS; a miss never fails the process).
+ * Writes every figure to `results/memory.json`.
+ *
+ * Each algorithm is measured in its own child process together with the baselines (contenders
+ * interleaved round by round in that process); each memory figure comes from its own child process.
+ *
+ * @module
+ */
+import { pathToFileURL } from "node:url";
+import { type ThroughputOptions, type ThroughputResult, median, pairedRatio } from "./lib/harness.js";
+import { runInChild } from "./lib/child.js";
+import type { HeapResult } from "./lib/heap.js";
+import {
+  type MachineInfo,
+  type Target,
+  formatRate,
+  formatRatio,
+  loadAvgNow,
+  machineInfo,
+  markdownTable,
+  target,
+  verdict,
+  writeJson,
+} from "./lib/report.js";
+import {
+  ALGORITHMS,
+  type Algorithm,
+  CLOCK_FLOOR,
+  FLOOR,
+  RLF,
+  SCENARIOS,
+  type ScenarioId,
+  type ScenarioMeasurement,
+  heapSubjects,
+} from "./memory-contenders.js";
+
+export interface MemoryBenchOptions extends ThroughputOptions {
+  /** Keys of the many-keys scenario. */
+  manyKeys: number;
+  /** Keys created for the bytes-per-idle-key figure. */
+  heapKeys: number;
+  /** Sluice algorithms to measure (default: all five). */
+  algorithms?: readonly Algorithm[];
+  /** Memory subjects to measure (default: all). */
+  heapSubjects?: readonly string[];
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
+  rounds: 7,
+  warmupMs: 300,
+  targetRoundMs: 300,
+  manyKeys: 100_000,
+  heapKeys: 1_000_000,
+};
+
+/** Targets from the issue. */
+export const TARGETS = {
+  /** Sluice ÷ rate-limiter-flexible, per scenario. */
+  vsRlf: { hot: 1.3, many: 2, deny: 10 } satisfies Record<ScenarioId, number>,
+  /** Sluice ÷ the naive floor, in every scenario. */
+  vsFloor: 0.7,
+  /** Bytes per idle token-bucket key. */
+  tokenBucketBytesPerKey: 80,
+} as const;
+
+export interface ThroughputRow {
+  readonly name: string;
+  /** Median decisions per second (for a baseline: the median over the processes that measured it). */
+  readonly opsPerSec: number;
+  /** ÷ rate-limiter-flexible, paired by round within each process (median). */
+  readonly vsRlf: number;
+  /** ÷ the naive floor, likewise. */
+  readonly vsFloor: number;
+  /** ÷ the floor with a clock read, likewise. */
+  readonly vsClockFloor: number;
+  /** Empty for the baselines. */
+  readonly targets: Target[];
+  /** Every process's raw result for this contender. */
+  readonly runs: ThroughputResult[];
+}
+
+export interface ScenarioReport {
+  readonly id: ScenarioId;
+  readonly title: string;
+  readonly keys: number;
+  readonly expect: "allow" | "deny";
+  readonly rows: ThroughputRow[];
+}
+
+export interface MemoryRow extends HeapResult {
+  readonly vsFloor: number;
+  readonly vsRlf: number;
+  readonly targets: Target[];
+}
+
+export interface MemoryBenchReport {
+  readonly benchmark: "memory";
+  readonly date: string;
+  readonly machine: MachineInfo;
+  readonly options: Omit<MemoryBenchOptions, "log">;
+  readonly scenarios: ScenarioReport[];
+  readonly memory: MemoryRow[];
+  readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
+}
+
+const CONTENDERS_URL = new URL("./memory-contenders.ts", import.meta.url).href;
+
+function find(results: readonly ThroughputResult[], name: string): ThroughputResult {
+  const r = results.find((x) => x.name === name);
+  if (r === undefined) throw new Error(`no result for ${name}`);
+  return r;
+}
+
+/** Builds one scenario's rows from every algorithm's process. */
+function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, ScenarioMeasurement>): ScenarioReport {
+  const measurements = [...perAlgorithm.values()];
+  const row = (name: string, pick: (m: ScenarioMeasurement) => ThroughputResult[]): ThroughputRow => {
+    const ratios = (against: string) => median(measurements.flatMap((m) => pick(m).map((r) => pairedRatio(r, find(m.results, against)))));
+    const runs = measurements.flatMap(pick);
+    return {
+      name,
+      opsPerSec: median(runs.map((r) => r.opsPerSec)),
+      vsRlf: ratios(RLF),
+      vsFloor: ratios(FLOOR),
+      vsClockFloor: ratios(CLOCK_FLOOR),
+      targets: [],
+      runs,
+    };
+  };
+  const rows = [RLF, FLOOR, CLOCK_FLOOR].map((name) => row(name, (m) => [find(m.results, name)]));
+  for (const [algorithm, m] of perAlgorithm) {
+    const r = row(algorithm, (x) => (x === m ? [find(x.results, algorithm)] : []));
+    rows.push({ ...r, targets: [target(RLF, ">=", TARGETS.vsRlf[id], r.vsRlf), target(FLOOR, ">=", TARGETS.vsFloor, r.vsFloor)] });
+  }
+  const scenario = SCENARIOS[id];
+  const keys = measurements[0]?.keys ?? 0;
+  return { id, title: id === "many" ? `${keys.toLocaleString("en-US")} keys` : scenario.title, keys, expect: scenario.expect, rows };
+}
+
+/** Runs every throughput scenario and memory figure (each in child processes) and returns every number. */
+export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMORY_OPTIONS): Promise<MemoryBenchReport> {
+  const log = options.log ?? (() => {});
+  const machine = machineInfo();
+  const throughputOptions: ThroughputOptions = {
+    rounds: options.rounds,
+    warmupMs: options.warmupMs,
+    targetRoundMs: options.targetRoundMs,
+    ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
+    ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
+  };
+
+  const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement>>();
+  for (const algorithm of options.algorithms ?? ALGORITHMS) {
+    log(`throughput: ${algorithm} beside ${RLF} and the floors, in a child process (load ${loadAvgNow()}) ...`);
+    const measured = await runInChild<ScenarioMeasurement[]>(CONTENDERS_URL, "measureAlgorithm", [algorithm, options.manyKeys, throughputOptions]);
+    for (const m of measured) {
+      let perAlgorithm = byScenario.get(m.scenario);
+      if (perAlgorithm === undefined) byScenario.set(m.scenario, (perAlgorithm = new Map()));
+      perAlgorithm.set(algorithm, m);
+    }
+  }
+  const scenarios = [...byScenario].map(([id, perAlgorithm]) => scenarioReport(id, perAlgorithm));
+
+  const heap: HeapResult[] = [];
+  for (const subject of options.heapSubjects ?? Object.keys(heapSubjects)) {
+    log(`memory: ${subject}, ${options.heapKeys.toLocaleString("en-US")} keys, in a child process ...`);
+    heap.push(await runInChild<HeapResult>(CONTENDERS_URL, "measureHeap", [subject, options.heapKeys]));
+  }
+  const floorBytes = heap.find((h) => h.subject === FLOOR)?.bytesPerKey ?? NaN;
+  const rlfBytes = heap.find((h) => h.subject === RLF)?.bytesPerKey ?? NaN;
+  const memory: MemoryRow[] = heap.map((h) => ({
+    ...h,
+    vsFloor: h.bytesPerKey / floorBytes,
+    vsRlf: h.bytesPerKey / rlfBytes,
+    targets: h.subject === "tokenBucket" ? [target("bytes per idle key", "<=", TARGETS.tokenBucketBytesPerKey, h.bytesPerKey)] : [],
+  }));
+
+  const misses: string[] = [];
+  let pass = 0;
+  for (const s of scenarios) {
+    for (const row of s.rows) {
+      for (const t of row.targets) {
+        if (t.pass) pass++;
+        else misses.push(`${s.title}: ${row.name} is ${formatRatio(t.value)} ${t.against} (target ${t.op} ${t.bound}x)`);
+      }
+    }
+  }
+  for (const row of memory) {
+    for (const t of row.targets) {
+      if (t.pass) pass++;
+      else misses.push(`memory: ${row.subject} takes ${row.bytesPerKey.toFixed(1)} bytes per idle key (target ${t.op} ${t.bound})`);
+    }
+  }
+  const { log: _log, ...recorded } = options;
+  return {
+    benchmark: "memory",
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAvgEnd: loadAvgNow() },
+    options: recorded,
+    scenarios,
+    memory,
+    summary: { pass, miss: misses.length, misses },
+  };
+}
+
+/** The report as printed: the throughput table, the memory table, the misses. */
+export function formatMemoryReport(report: MemoryBenchReport): string {
+  const m = report.machine;
+  const o = report.options;
+  const algorithms = o.algorithms ?? ALGORITHMS;
+  const out: string[] = [
+    `# In-memory rate limiting: Sluice vs ${RLF} vs a naive floor`,
+    "",
+    `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
+    `Sequential awaited decisions. Each algorithm ran in its own process beside ${RLF} and the floors, interleaved over`,
+    `${o.rounds} rounds of ~${o.targetRoundMs} ms each; decisions/s is the median round, ratios the median of per-round ratios.`,
+    `Baseline rows: median over the ${algorithms.length} processes that measured them.`,
+    "",
+    "## Decisions per second",
+    "",
+  ];
+  const rows: string[][] = [];
+  for (const s of report.scenarios) {
+    for (const r of s.rows) {
+      const [vsRlf, vsFloor] = r.targets;
+      const note = r.name === RLF || r.name === FLOOR ? "baseline" : r.name === CLOCK_FLOOR ? "info" : "";
+      rows.push([
+        s.title,
+        r.name,
+        formatRate(r.opsPerSec),
+        formatRatio(r.vsRlf),
+        vsRlf ? verdict(vsRlf) : note,
+        formatRatio(r.vsFloor),
+        vsFloor ? verdict(vsFloor) : note,
+        formatRatio(r.vsClockFloor),
+      ]);
+    }
+  }
+  out.push(
+    markdownTable(
+      ["scenario", "contender", "decisions/s", `÷ ${RLF}`, "target", "÷ floor", "target", `÷ ${CLOCK_FLOOR}`],
+      rows,
+      ["l", "l", "r", "r", "l", "r", "l", "r"],
+    ),
+    "",
+    `"${CLOCK_FLOOR}" is the floor plus one clock read per decision: no target, it shows what reading the clock alone costs.`,
+    "",
+    `## Bytes per idle key (${o.heapKeys.toLocaleString("en-US")} keys; V8 heap + ArrayBuffers after a full GC; each in its own process)`,
+    "",
+    markdownTable(
+      ["contender", "bytes/key", "heap bytes", "ArrayBuffer bytes", "÷ floor", `÷ ${RLF}`, "target"],
+      report.memory.map((r) => [
+        r.subject,
+        r.bytesPerKey.toFixed(1),
+        r.heapBytes.toLocaleString("en-US"),
+        r.arrayBufferBytes.toLocaleString("en-US"),
+        formatRatio(r.vsFloor),
+        formatRatio(r.vsRlf),
+        r.targets[0] ? verdict(r.targets[0], " B") : "",
+      ]),
+      ["l", "r", "r", "r", "r", "r", "l"],
+    ),
+    "",
+    `Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS (a miss is reported, never fatal).`,
+    ...report.summary.misses.map((miss) => `- MISS ${miss}`),
+  );
+  return out.join("\n");
+}
+
+/** Where `bench:memory` writes its figures. */
+export const RESULTS_FILE = new URL("../results/memory.json", import.meta.url);
+
+async function main(): Promise<void> {
+  const report = await runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log: (line) => process.stderr.write(`${line}\n`) });
+  console.log(formatMemoryReport(report));
+  writeJson(RESULTS_FILE, report);
+  console.log("\nFigures written to apps/bench/results/memory.json");
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await main();
+}
