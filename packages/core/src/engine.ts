@@ -218,15 +218,19 @@ function log(
   }
   if (cost <= limit - sum) {
     if (write) {
-      if (entries === undefined) {
-        entries = [];
-        obj[oOff] = entries;
-      } else if (start > 0) {
-        entries.splice(0, start);
+      if (entries === undefined || start === n) {
+        // a fresh, exactly sized array (an empty one that grows reserves room for ~19 numbers)
+        obj[oOff] = [nowUs, cost];
+      } else {
+        if (start > 0) {
+          // drop the entries that left the window without allocating (splice would return them)
+          entries.copyWithin(0, start);
+          entries.length = n - start;
+        }
+        const len = entries.length;
+        if (entries[len - 2] === nowUs) entries[len - 1] = (entries[len - 1] as number) + cost;
+        else entries.push(nowUs, cost);
       }
-      const len = entries.length;
-      if (len > 0 && entries[len - 2] === nowUs) entries[len - 1] = (entries[len - 1] as number) + cost;
-      else entries.push(nowUs, cost);
       num[off] = sum + cost;
     }
     return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0);

@@ -1,5 +1,6 @@
 import { SluiceConfigError, describe } from "./errors.js";
-import { type Layout, consumeAll, expiresAtUs, layoutOf, peekAll } from "./engine.js";
+import type { Policy } from "./algorithms.js";
+import { type Layout, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll } from "./engine.js";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
@@ -242,10 +243,12 @@ class MemoryBinding implements BoundStore {
     } else {
       store.touch(slot);
     }
-    return {
-      now: Math.floor(nowUs / 1000),
-      policies: consumeAll(this.layout, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs, cost),
-    };
+    const layout = this.layout;
+    const policies =
+      layout.policies.length === 1
+        ? [evaluate(layout.policies[0] as Policy, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs, cost, true)]
+        : consumeAll(layout, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs, cost);
+    return { now: Math.floor(nowUs / 1000), policies };
   }
 
   peek(key: string): StoreResult {
