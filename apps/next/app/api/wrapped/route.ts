@@ -1,0 +1,10 @@
+import { withRateLimit } from "@sluice/next";
+import { apiKeyOf, storeKind, wrappedLimiter } from "../../../lib/limits";
+
+export const dynamic = "force-dynamic";
+
+/** A route handler on the Node.js runtime, wrapped: not matched by proxy.ts. */
+export const GET = withRateLimit(async (request) => Response.json({ route: "wrapped", store: storeKind(), path: request.nextUrl.pathname }), {
+  limiter: wrappedLimiter("next-app:wrapped"),
+  key: apiKeyOf,
+});
