@@ -1,0 +1,34 @@
+import { testStore } from "@sluice/testing";
+import { type StartedWorker, WorkerStore, startWorker } from "./helpers.js";
+
+// The same suite and recorded vectors as MemoryStore and the Redis stores. The suite runs here in
+// Vitest; each store call is an HTTP request to a Worker in workerd that calls DurableObjectStore,
+// so every decision is made by the SluiceLimiter object (with the test clock, behind its fence).
+
+let perKey: StartedWorker | undefined;
+testStore({
+  name: "DurableObjectStore (one object per key, workerd)",
+  makeStore: async ({ clock }) => {
+    const started = await startWorker("./fixtures/store-worker.ts", { testClock: true });
+    perKey = started;
+    return new WorkerStore(started.url, { clock });
+  },
+  teardown: async () => {
+    await perKey?.stop();
+  },
+  numRuns: 40,
+});
+
+let sharded: StartedWorker | undefined;
+testStore({
+  name: "DurableObjectStore (shards: 3, workerd)",
+  makeStore: async ({ clock }) => {
+    const started = await startWorker("./fixtures/store-worker.ts", { testClock: true });
+    sharded = started;
+    return new WorkerStore(started.url, { clock, shards: 3 });
+  },
+  teardown: async () => {
+    await sharded?.stop();
+  },
+  numRuns: 10,
+});

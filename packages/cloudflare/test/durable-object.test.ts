@@ -1,0 +1,277 @@
+/**
+ * The SluiceLimiter object in workerd: state that survives a restart of workerd and an eviction of
+ * the object, cleanup of expired state (on access, and by the storage alarm), the test-clock
+ * fence, validation of what callers send, sharding, and no over-admission under concurrency.
+ */
+import { rm } from "node:fs/promises";
+import { type Decision, RateLimiter, type RateLimiterOptions, type StoreResult, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
+import { T0 } from "@sluice/testing";
+import type { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { objectName, specOf } from "../src/protocol.js";
+import { type StartedWorker, WORKER_NAME, WorkerStore, post, startWorker, storageDir } from "./helpers.js";
+
+const ENTRY = "./fixtures/store-worker.ts";
+const started: StartedWorker[] = [];
+const dirs: string[] = [];
+
+async function start(options: Parameters<typeof startWorker>[1]) {
+  const s = await startWorker(ENTRY, options);
+  started.push(s);
+  return s;
+}
+
+afterAll(async () => {
+  for (const s of started.splice(0)) await s.stop();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+/** A limiter over the Worker at `url` that fails the test on any store error. */
+function limiterAt(url: string, limits: RateLimiterOptions["limits"], options: { clock?: () => number; shards?: number; prefix?: string } = {}) {
+  return new RateLimiter({
+    store: new WorkerStore(url, options),
+    limits,
+    prefix: options.prefix ?? "do-test",
+    onStoreError: "deny",
+    onStoreFailure: (error) => {
+      throw error;
+    },
+  });
+}
+
+/** The rows of the object named `name`, or `null` when it keeps no table at all. */
+async function table(mf: Miniflare, name: string): Promise<{ key: string; expires_at: number }[] | null> {
+  const storage = await mf.unsafeGetDurableObjectStorage(WORKER_NAME, "SluiceLimiter", { name });
+  try {
+    return await storage.exec<{ key: string; expires_at: number }>("SELECT key, expires_at FROM sluice_state ORDER BY key");
+  } catch (error) {
+    if (String(error).includes("no such table: sluice_state")) return null;
+    throw error;
+  }
+}
+
+/** The rows of the object named `name` (none if it keeps no table). */
+async function rows(mf: Miniflare, name: string): Promise<{ key: string; expires_at: number }[]> {
+  return (await table(mf, name)) ?? [];
+}
+
+const brief = (d: Decision) => [d.allowed, d.remaining, d.reason];
+
+describe("state survives", () => {
+  it("a restart of workerd: 3 of 5 used before, 2 left after", async () => {
+    const dir = await storageDir();
+    dirs.push(dir);
+    const clock = { now: T0 + 1000 };
+    const limits = fixedWindow({ limit: 5, window: "1h" });
+
+    const first = await start({ testClock: true, persistTo: dir });
+    const before = limiterAt(first.url, limits, { clock: () => clock.now });
+    const used: unknown[] = [];
+    for (let i = 0; i < 3; i++) used.push(brief(await before.limit("user:1")));
+    expect(used).toEqual([
+      [true, 4, "ok"],
+      [true, 3, "ok"],
+      [true, 2, "ok"],
+    ]);
+    await first.stop(); // the directory was given: it stays
+    started.splice(started.indexOf(first), 1);
+
+    const second = await start({ testClock: true, persistTo: dir });
+    const after = limiterAt(second.url, limits, { clock: () => clock.now });
+    clock.now += 5000;
+    expect(brief(await after.peek("user:1"))).toEqual([true, 2, "ok"]);
+    const next: unknown[] = [];
+    for (let i = 0; i < 3; i++) next.push(brief(await after.limit("user:1")));
+    expect(next).toEqual([
+      [true, 1, "ok"],
+      [true, 0, "ok"],
+      [false, 0, "limit"],
+    ]);
+    // a key never seen before the restart starts full
+    expect(brief(await after.limit("user:2"))).toEqual([true, 4, "ok"]);
+  });
+
+  it("an eviction of the object: the in-memory cache goes, the SQLite row stays", async () => {
+    const { mf, url } = await start({ testClock: true });
+    const clock = { now: T0 };
+    const l = limiterAt(url, slidingLog({ limit: 4, window: "1m" }), { clock: () => clock.now, prefix: "evict" });
+    await l.limit("k", { cost: 3 });
+    const name = objectName("evict", "k", 0);
+    const storage = await mf.unsafeGetDurableObjectStorage(WORKER_NAME, "SluiceLimiter", { name });
+    // the stored row: per policy `name|kind`, [expires at (µs), the log's sum, then its (time µs, cost) entries]
+    expect(await storage.exec("SELECT key, state, expires_at FROM sluice_state")).toEqual([
+      { key: "evict\u0000k", state: JSON.stringify({ "4-per-1m|slidingLog": [(T0 + 60_000) * 1000, 3, T0 * 1000, 3] }), expires_at: (T0 + 60_000) * 1000 },
+    ]);
+    await mf.unsafeEvictDurableObject(WORKER_NAME, "SluiceLimiter", { name });
+    clock.now += 10;
+    expect(brief(await l.limit("k"))).toEqual([true, 0, "ok"]);
+    expect(brief(await l.limit("k"))).toEqual([false, 0, "limit"]);
+    // the log's entries came back from storage: the cost-3 entry leaves exactly one window later
+    clock.now = T0 + 60_000;
+    expect(brief(await l.limit("k", { cost: 3 }))).toEqual([true, 0, "ok"]);
+  });
+});
+
+describe("cleanup", () => {
+  it("deletes a row whose state has expired when the key is next touched, even by a peek", async () => {
+    const { mf, url } = await start({ testClock: true });
+    const clock = { now: T0 + 500 };
+    const l = limiterAt(url, fixedWindow({ limit: 2, window: "1s" }), { clock: () => clock.now, prefix: "lazy" });
+    await l.limit("k");
+    const name = objectName("lazy", "k", 0);
+    expect((await rows(mf, name)).map((r) => [r.key, r.expires_at])).toEqual([["lazy\u0000k", (T0 + 1000) * 1000]]);
+    clock.now = T0 + 999;
+    expect(brief(await l.peek("k"))).toEqual([true, 1, "ok"]);
+    expect(await rows(mf, name)).toHaveLength(1);
+    clock.now = T0 + 1000;
+    expect(brief(await l.peek("k"))).toEqual([true, 2, "ok"]);
+    expect(await rows(mf, name)).toEqual([]);
+    // a denied request writes nothing, and a reset deletes
+    await l.limit("k");
+    await l.reset("k");
+    expect(await rows(mf, name)).toEqual([]);
+  });
+
+  it("the storage alarm deletes the expired state of keys nobody touches again, then the whole table", async () => {
+    // the real clock: the alarm is set only for state written at the object's own time
+    const { mf, url } = await start({ testClock: false });
+    // a log entry expires exactly one window after it was admitted, by the object's clock
+    const l = limiterAt(url, slidingLog({ limit: 5, window: 1500 }), { prefix: "alarm" });
+    const other = limiterAt(url, tokenBucket({ capacity: 5, refillRate: 1, interval: "1h" }), { prefix: "alarm-long" });
+    const first = await l.limit("k");
+    expect(first).toMatchObject({ allowed: true, remaining: 4 });
+    expect((await other.limit("k")).allowed).toBe(true);
+    const name = objectName("alarm", "k", 0);
+    expect((await table(mf, name))?.map((r) => [r.key, r.expires_at])).toEqual([["alarm\u0000k", (first.now + 1500) * 1000]]);
+    let left = await table(mf, name);
+    for (let i = 0; i < 100 && left !== null; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      left = await table(mf, name);
+    }
+    // the row is gone, and with it the table: deleteAll() left the object no storage
+    expect(left).toBeNull();
+    // the other key (its own object, a one-hour bucket) is still there
+    expect(await rows(mf, objectName("alarm-long", "k", 0))).toHaveLength(1);
+    // the object starts again from an empty table
+    expect((await l.limit("k")).remaining).toBe(4);
+    expect(await rows(mf, name)).toHaveLength(1);
+  });
+});
+
+describe("the test-clock fence", () => {
+  let url: string;
+  beforeAll(async () => {
+    ({ url } = await start({ testClock: false }));
+  });
+
+  it("without SLUICE_ALLOW_TEST_CLOCK the object refuses a call that fixes the time, and decides with its own clock", async () => {
+    const failures: unknown[] = [];
+    const forged = new RateLimiter({
+      store: new WorkerStore(url, { clock: () => T0 }),
+      limits: fixedWindow({ limit: 1, window: "1m" }),
+      prefix: "fence",
+      onStoreError: "deny",
+      onStoreFailure: (error) => failures.push(error),
+    });
+    const denied = await forged.limit("k");
+    expect(denied).toMatchObject({ allowed: false, reason: "store-error" });
+    expect(String(failures[0])).toContain("has no SLUICE_ALLOW_TEST_CLOCK binding");
+
+    const before = Date.now();
+    const real = await limiterAt(url, fixedWindow({ limit: 1, window: "1m" }), { prefix: "fence" }).limit("k");
+    const after = Date.now();
+    expect(real).toMatchObject({ allowed: true, remaining: 0, reason: "ok" });
+    expect(real.now).toBeGreaterThanOrEqual(before - 1000);
+    expect(real.now).toBeLessThanOrEqual(after + 1000);
+    // the refused call consumed nothing: the real call found the full quota
+  });
+});
+
+describe("the object validates what it is sent", () => {
+  let url: string;
+  beforeAll(async () => {
+    ({ url } = await start({ testClock: true }));
+  });
+  const policies = JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" }))]);
+  const raw = (method: string, call: unknown, name = "validate") => post<StoreResult | null>(new URL("/raw", url).toString(), { method, name, call });
+  const good = { prefix: "v", key: "k", policies, cost: 1, nowMs: T0 };
+
+  it.each([
+    ["cost 0", { ...good, cost: 0 }, "cost must be a positive safe integer"],
+    ["cost 1.5", { ...good, cost: 1.5 }, "cost must be a positive safe integer"],
+    ['cost "1"', { ...good, cost: "1" }, "cost must be a positive safe integer"],
+    ["an empty key", { ...good, key: "" }, "key must be a non-empty string"],
+    ["a missing prefix", { ...good, prefix: undefined }, "prefix must be a non-empty string"],
+    ["policies that are not JSON", { ...good, policies: "[{" }, "policies is not valid JSON"],
+    ["no policies", { ...good, policies: "[]" }, "policies must be a list of 1 to 32 policies"],
+    ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "policies[0].kind is not an algorithm"],
+    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, windowMs: 60_000 }]) }, "fixedWindow: limit must be a positive safe integer; got -1"],
+    [
+      "two policies with one name",
+      { ...good, policies: JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" })), specOf(slidingLog({ limit: 3, window: "1m", name: "w" }))]) },
+      "needs a name distinct from the others",
+    ],
+    ["a test time that is not a number", { ...good, nowMs: "soon" }, "the test clock must be a non-negative finite epoch ms"],
+  ])("refuses %s before touching state", async (_label, call, message) => {
+    await expect(raw("consume", call)).rejects.toThrow(message);
+    expect(await raw("peek", good)).toMatchObject({ now: T0, policies: [{ policy: "w", remaining: 3 }] });
+  });
+
+  it("answers a well-formed call with the engine's result", async () => {
+    expect(await raw("consume", { ...good, key: "ok" })).toEqual({
+      now: T0,
+      policies: [{ policy: "w", allowed: true, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0 }],
+    });
+    expect(await raw("consume", { ...good, key: "ok", cost: 4 })).toEqual({
+      now: T0,
+      policies: [{ policy: "w", allowed: false, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: Infinity, delayMs: 0 }],
+    });
+  });
+});
+
+describe("placement and concurrency", () => {
+  let mf: Miniflare;
+  let url: string;
+  beforeAll(async () => {
+    ({ mf, url } = await start({ testClock: true }));
+  });
+
+  it("one object per key by default; with shards, keys hash onto that many objects", async () => {
+    const clock = () => T0;
+    const perKey = limiterAt(url, fixedWindow({ limit: 5, window: "1m" }), { clock, prefix: "place" });
+    const sharded = limiterAt(url, fixedWindow({ limit: 5, window: "1m" }), { clock, prefix: "place-sharded", shards: 4 });
+    const keys = Array.from({ length: 24 }, (_, i) => `user:${i}`);
+    const idsBefore = new Set(await mf.listDurableObjectIds("SLUICE"));
+    for (const key of keys) await perKey.limit(key);
+    const idsPerKey = new Set(await mf.listDurableObjectIds("SLUICE"));
+    expect(idsPerKey.size - idsBefore.size).toBe(24);
+    for (const key of keys) await sharded.limit(key);
+    const idsSharded = new Set(await mf.listDurableObjectIds("SLUICE"));
+    expect(idsSharded.size - idsPerKey.size).toBe(4);
+    // each shard holds its keys' rows
+    let total = 0;
+    for (let shard = 0; shard < 4; shard++) total += (await rows(mf, `place-sharded\u0000#shard-${shard}-of-4`)).length;
+    expect(total).toBe(24);
+    // and keys stay distinct inside a shard
+    expect((await sharded.peek("user:0")).remaining).toBe(4);
+  });
+
+  it("admits exactly the quota when 60 requests for one key arrive at once", async () => {
+    const l = limiterAt(url, fixedWindow({ limit: 17, window: "1h" }), { clock: () => T0 + 5, prefix: "race" });
+    const decisions = await Promise.all(Array.from({ length: 60 }, () => l.limit("hot")));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(17);
+    expect(decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 17 }, (_, i) => i));
+  });
+
+  it("keeps the state of another limiter that shares the prefix", async () => {
+    const clock = () => T0 + 7;
+    const a = limiterAt(url, fixedWindow({ limit: 5, window: "1m", name: "a" }), { clock, prefix: "shared" });
+    const b = limiterAt(url, tokenBucket({ capacity: 3, refillRate: 1, interval: "1h", name: "b" }), { clock, prefix: "shared" });
+    await a.limit("k", { cost: 2 });
+    await b.limit("k");
+    await a.limit("k");
+    expect((await a.peek("k")).remaining).toBe(2);
+    expect((await b.peek("k")).remaining).toBe(2);
+    expect((await rows(mf, objectName("shared", "k", 0))).map((r) => r.key)).toEqual(["shared\u0000k"]);
+  });
+});
