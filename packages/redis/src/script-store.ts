@@ -67,15 +67,13 @@ class ScriptBinding implements BoundStore {
     this.#logNames = [];
     const args = [String(namespace.policies.length)];
     for (const p of namespace.policies) {
-      let keyIndex = 0;
-      if (p.kind === "slidingLog") {
-        this.#logNames.push(p.name);
-        keyIndex = this.#logNames.length + 1;
-      }
+      // the hash field names the kind too, so a policy that changes algorithm starts from empty
+      const field = `${p.name}|${KIND_CODE[p.kind]}`;
+      if (p.kind === "slidingLog") this.#logNames.push(p.name);
       if (p.kind === "tokenBucket" || p.kind === "leakyBucket") {
-        args.push(KIND_CODE[p.kind], p.name, String(p.emissionIntervalUs), String(p.burst), String(p.queue), String(keyIndex));
+        args.push(KIND_CODE[p.kind], field, String(p.emissionIntervalUs), String(p.burst), String(p.queue));
       } else {
-        args.push(KIND_CODE[p.kind], p.name, String(p.limit), String(p.windowMs), "0", String(keyIndex));
+        args.push(KIND_CODE[p.kind], field, String(p.limit), String(p.windowMs), "0");
       }
     }
     this.#policyArgs = args;
