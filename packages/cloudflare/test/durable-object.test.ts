@@ -136,15 +136,15 @@ describe("cleanup", () => {
     // the real clock: the alarm is set only for state written at the object's own time
     const { mf, url } = await start({ testClock: false });
     // a log entry expires exactly one window after it was admitted, by the object's clock
-    const l = limiterAt(url, slidingLog({ limit: 5, window: 1500 }), { prefix: "alarm" });
+    const l = limiterAt(url, slidingLog({ limit: 5, window: 2500 }), { prefix: "alarm" });
     const other = limiterAt(url, tokenBucket({ capacity: 5, refillRate: 1, interval: "1h" }), { prefix: "alarm-long" });
     const first = await l.limit("k");
     expect(first).toMatchObject({ allowed: true, remaining: 4 });
     expect((await other.limit("k")).allowed).toBe(true);
     const name = objectName("alarm", "k", 0);
-    expect((await table(mf, name))?.map((r) => [r.key, r.expires_at])).toEqual([["alarm\u0000k", (first.now + 1500) * 1000]]);
+    expect((await table(mf, name))?.map((r) => [r.key, r.expires_at])).toEqual([["alarm\u0000k", (first.now + 2500) * 1000]]);
     let left = await table(mf, name);
-    for (let i = 0; i < 100 && left !== null; i++) {
+    for (let i = 0; i < 200 && left !== null; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       left = await table(mf, name);
     }

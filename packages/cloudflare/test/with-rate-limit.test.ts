@@ -123,8 +123,8 @@ describe("withRateLimit with the production store and trust", () => {
     expect(await first.json()).toEqual({ path: "/real/a", remaining: 1 });
     const reset = Number(first.headers.get("ratelimit-reset"));
     expect(limitHeaders(first)).toEqual({ "ratelimit-limit": "2", "ratelimit-remaining": "1", "ratelimit-reset": String(reset) });
-    expect(reset).toBeGreaterThan(0);
-    expect(reset).toBeLessThanOrEqual(3600);
+    // the log's entry leaves one hour after the object admitted it
+    expect([3599, 3600]).toContain(reset);
     expect((await get("/real/b", ip)).status).toBe(200);
     const denied = await get("/real/c", ip);
     expect(denied.status).toBe(429);
