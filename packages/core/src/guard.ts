@@ -37,12 +37,12 @@ export interface LimiterGuardOptions<C> extends GuardCommonOptions<C> {
   limiter: RateLimiter;
 }
 
-/** A guard with plans: each tier its own limits and its own key namespace. */
-export interface TieredGuardOptions<C> extends GuardCommonOptions<C> {
+/**
+ * The settings of a tiered guard that do not depend on the request type, shared by every adapter.
+ */
+export interface TierSettings {
   /** Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`. */
   tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
-  /** The tier of a request (a database lookup, say). Its answers are cached per key for `tierCacheTtlMs`. */
-  tier: (ctx: C, key: string) => string | Promise<string>;
   /**
    * How long a key's tier is cached, in ms; 0 disables the cache.
    * @default 300_000
@@ -53,14 +53,31 @@ export interface TieredGuardOptions<C> extends GuardCommonOptions<C> {
    * @default 10_000
    */
   tierCacheMaxKeys?: number;
-  /** @default new MemoryStore() shared by all tiers */
+  /**
+   * Where every tier's state lives.
+   * @default new MemoryStore()
+   */
   store?: Store;
-  /** Tier `t` uses the prefix `${prefix}:${t}`. @default "sluice" */
+  /**
+   * Tier `t` keeps its counters under `${prefix}:${t}`.
+   * @default "sluice"
+   */
   prefix?: string;
-  /** @default "fallback" */
+  /**
+   * On a store failure: `"fallback"`, `"allow"` or `"deny"` (see `RateLimiter`).
+   * @default "fallback"
+   */
   onStoreError?: StoreErrorMode;
+  /** Milliseconds a store call may take before it counts as a failure. */
   timeoutMs?: number;
+  /** Called with the error whenever a store call fails or times out. */
   onStoreFailure?: (error: unknown) => void;
+}
+
+/** A guard with plans: each tier its own limits and its own key namespace. */
+export interface TieredGuardOptions<C> extends GuardCommonOptions<C>, TierSettings {
+  /** The tier of a request (a database lookup, say). Its answers are cached per key for `tierCacheTtlMs`. */
+  tier: (ctx: C, key: string) => string | Promise<string>;
 }
 
 /** Options of {@link createGuard}: either `limiter` or `tiers` + `tier`. */

@@ -70,6 +70,7 @@ export {
   type GuardCommonOptions,
   type LimiterGuardOptions,
   type TieredGuardOptions,
+  type TierSettings,
   type GuardResult,
 } from "./guard.js";
 export type {

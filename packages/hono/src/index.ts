@@ -13,7 +13,7 @@ import {
   type RateLimiter,
   SluiceConfigError,
   type Store,
-  type StoreErrorMode,
+  type TierSettings,
   clientIp,
   createGuard,
   validateClientIpOptions,
@@ -83,44 +83,13 @@ export interface RateLimiterLimiterOptions extends RateLimiterCommonOptions {
 }
 
 /** {@link rateLimiter} with plans: each tier its own limits and its own key namespace. */
-export interface RateLimiterTieredOptions extends RateLimiterCommonOptions {
-  /** Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`. */
-  tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
+export interface RateLimiterTieredOptions extends RateLimiterCommonOptions, TierSettings {
   /**
    * The tier of a request, from the context and its key (a database lookup, say). Answers are
    * cached per key for `tierCacheTtlMs`. A name that is not in `tiers` throws `SluiceConfigError`
    * (a 500 through Hono's error handler).
    */
   tier: (c: Context, key: string) => string | Promise<string>;
-  /**
-   * How long a key's tier is cached, in ms; 0 disables the cache.
-   * @default 300_000
-   */
-  tierCacheTtlMs?: number;
-  /**
-   * The most keys whose tier is cached.
-   * @default 10_000
-   */
-  tierCacheMaxKeys?: number;
-  /**
-   * Where every tier's state lives.
-   * @default new MemoryStore()
-   */
-  store?: Store;
-  /**
-   * Tier `t` keeps its counters under `${prefix}:${t}`.
-   * @default "sluice"
-   */
-  prefix?: string;
-  /**
-   * On a store failure: `"fallback"`, `"allow"` or `"deny"` (see `RateLimiter`).
-   * @default "fallback"
-   */
-  onStoreError?: StoreErrorMode;
-  /** Milliseconds a store call may take before it counts as a failure. */
-  timeoutMs?: number;
-  /** Called with the error whenever a store call fails or times out. */
-  onStoreFailure?: (error: unknown) => void;
 }
 
 /** Options of {@link rateLimiter}: `limiter`, or `tiers` + `tier`; and `key` or `trust`. */

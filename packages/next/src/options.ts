@@ -9,11 +9,9 @@ import {
   type Guard,
   type GuardOptions,
   type HeadersOption,
-  type Policy,
   type RateLimiter,
   SluiceConfigError,
-  type Store,
-  type StoreErrorMode,
+  type TierSettings,
   clientIp,
   createGuard,
   validateClientIpOptions,
@@ -83,43 +81,12 @@ export interface RateLimitLimiterOptions<Extra extends unknown[] = []> extends R
 }
 
 /** Plans: each tier its own limits and its own key namespace. */
-export interface RateLimitTieredOptions<Extra extends unknown[] = []> extends RateLimitCommonOptions<Extra> {
-  /** Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`. */
-  tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
+export interface RateLimitTieredOptions<Extra extends unknown[] = []> extends RateLimitCommonOptions<Extra>, TierSettings {
   /**
    * The tier of a request (a database lookup, say). Answers are cached per key for
    * `tierCacheTtlMs`. A name that is not in `tiers` throws `SluiceConfigError` at that request.
    */
   tier: (request: NextRequest, key: string, ...extra: Extra) => string | Promise<string>;
-  /**
-   * How long a key's tier is cached, in ms; 0 disables the cache.
-   * @default 300_000
-   */
-  tierCacheTtlMs?: number;
-  /**
-   * The most keys whose tier is cached.
-   * @default 10_000
-   */
-  tierCacheMaxKeys?: number;
-  /**
-   * Where every tier's state lives.
-   * @default new MemoryStore()
-   */
-  store?: Store;
-  /**
-   * Tier `t` keeps its counters under `${prefix}:${t}`.
-   * @default "sluice"
-   */
-  prefix?: string;
-  /**
-   * On a store failure: `"fallback"`, `"allow"` or `"deny"` (see `RateLimiter`).
-   * @default "fallback"
-   */
-  onStoreError?: StoreErrorMode;
-  /** Milliseconds a store call may take before it counts as a failure. */
-  timeoutMs?: number;
-  /** Called with the error whenever a store call fails or times out. */
-  onStoreFailure?: (error: unknown) => void;
 }
 
 /** `limiter`, or `tiers` + `tier`; and `key` or `trust`. */
