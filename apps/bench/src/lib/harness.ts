@@ -17,7 +17,17 @@ export interface Contender {
    * returns how many were allowed. Every contender's loop has the same shape; only the call differs.
    */
   run(ops: number): Promise<number>;
+  /**
+   * Optional, called before every timed `run` and outside its timing (e.g. to reset a server's
+   * statistics); `phase` says whether the run is part of the warm-up or a measured round.
+   */
+  beforeRun?(phase: RunPhase): Promise<void>;
+  /** Optional, called after every timed `run` and outside its timing (e.g. to read CPU counters). */
+  afterRun?(phase: RunPhase, ops: number, elapsedMs: number): Promise<void>;
 }
+
+/** Whether a run is part of the warm-up or a measured round. */
+export type RunPhase = "warmup" | "round";
 
 /** How long and how often to measure. */
 export interface ThroughputOptions {
@@ -64,10 +74,12 @@ export function roundOps(ops: number): number {
   return Math.max(1, Math.round(ops / magnitude) * magnitude);
 }
 
-async function timed(contender: Contender, ops: number): Promise<number> {
+async function timed(contender: Contender, ops: number, phase: RunPhase): Promise<number> {
+  if (contender.beforeRun !== undefined) await contender.beforeRun(phase);
   const start = performance.now();
   const allowed = await contender.run(ops);
   const elapsedMs = performance.now() - start;
+  if (contender.afterRun !== undefined) await contender.afterRun(phase, ops, elapsedMs);
   const expected = contender.expect === "allow" ? ops : 0;
   if (allowed !== expected) {
     throw new Error(
@@ -80,7 +92,7 @@ async function timed(contender: Contender, ops: number): Promise<number> {
 /** Warms a contender up and returns its calibrated operations per round. */
 async function warmUp(contender: Contender, options: ThroughputOptions): Promise<number> {
   if (options.warmupOps !== undefined) {
-    await timed(contender, options.warmupOps);
+    await timed(contender, options.warmupOps, "warmup");
     return options.opsPerRound ?? options.warmupOps;
   }
   let ops = 1_000;
@@ -88,7 +100,7 @@ async function warmUp(contender: Contender, options: ThroughputOptions): Promise
   let rate = 0;
   // doubling chunks until the warm-up time is spent; the last chunk (the most optimized code) sets the rate
   while (spentMs < options.warmupMs) {
-    const elapsedMs = await timed(contender, ops);
+    const elapsedMs = await timed(contender, ops, "warmup");
     spentMs += elapsedMs;
     rate = (ops * 1000) / Math.max(elapsedMs, 0.001); // decisions per second
     if (elapsedMs < options.warmupMs / 4) ops *= 2;
@@ -111,7 +123,7 @@ export async function measureThroughput(contenders: readonly Contender[], option
       const i = (round + k) % contenders.length;
       const ops = opsPerRound[i] as number;
       collect();
-      const elapsedMs = await timed(contenders[i] as Contender, ops);
+      const elapsedMs = await timed(contenders[i] as Contender, ops, "round");
       (rounds[i] as number[]).push((ops * 1000) / elapsedMs);
     }
   }

@@ -10,28 +10,37 @@ import { cpus, loadavg } from "node:os";
 export interface Target {
   /** What is compared, e.g. `"vs rate-limiter-flexible"`. */
   readonly against: string;
-  /** `">="` for speed ratios, `"<="` for bytes. */
-  readonly op: ">=" | "<=";
+  /** `">="` for speed ratios, `"<="` for bytes, `">"`/`"<"` for strictly ahead/below, `"="` for an exact figure. */
+  readonly op: TargetOp;
   readonly bound: number;
   /** The measured value compared with `bound`. */
   readonly value: number;
   readonly pass: boolean;
 }
 
+/** How a measured value is compared with its bound. */
+export type TargetOp = ">=" | "<=" | ">" | "<" | "=";
+
+const OP_SYMBOL: Readonly<Record<TargetOp, string>> = { ">=": "≥", "<=": "≤", ">": ">", "<": "<", "=": "=" };
+
 /** Builds a {@link Target}. */
-export function target(against: string, op: ">=" | "<=", bound: number, value: number): Target {
-  return { against, op, bound, value, pass: op === ">=" ? value >= bound : value <= bound };
+export function target(against: string, op: TargetOp, bound: number, value: number): Target {
+  const pass =
+    op === ">=" ? value >= bound : op === "<=" ? value <= bound : op === ">" ? value > bound : op === "<" ? value < bound : value === bound;
+  return { against, op, bound, value, pass };
 }
 
-/** `"PASS"` or `"MISS"`, with the bound: `"PASS (>= 1.3x)"`. */
+/** `"PASS"` or `"MISS"`, with the bound: `"PASS (≥ 1.3x)"`. */
 export function verdict(t: Target, unit = "x"): string {
-  return `${t.pass ? "PASS" : "MISS"} (${t.op === ">=" ? "≥" : "≤"} ${t.bound}${unit})`;
+  return `${t.pass ? "PASS" : "MISS"} (${OP_SYMBOL[t.op]} ${t.bound}${unit})`;
 }
 
-/** Decisions per second as `"1.23 M/s"` or `"456 k/s"`. */
+/** Decisions per second as `"1.23 M/s"`, `"456 k/s"`, `"42.3 k/s"` or `"190 /s"`. */
 export function formatRate(opsPerSec: number): string {
   if (opsPerSec >= 1e6) return `${(opsPerSec / 1e6).toFixed(2)} M/s`;
-  return `${(opsPerSec / 1e3).toFixed(0)} k/s`;
+  if (opsPerSec >= 1e5) return `${(opsPerSec / 1e3).toFixed(0)} k/s`;
+  if (opsPerSec >= 1e3) return `${(opsPerSec / 1e3).toFixed(1)} k/s`;
+  return `${opsPerSec.toFixed(0)} /s`;
 }
 
 /** A ratio as `"2.35x"`. */

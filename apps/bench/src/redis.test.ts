@@ -1,0 +1,110 @@
+/**
+ * Smoke test of the Redis benchmark: the whole run with tiny iteration counts, against the private
+ * redis-server it starts itself, checking the shape of what it reports and the exact counts that
+ * do not depend on timing (script calls per decision, HTTP requests per sequential decision).
+ * Never asserts timings or ratios.
+ */
+import { pingRedis } from "@sluice/testing/redis-server";
+import { describe, expect, it } from "vitest";
+import { type Contender, type RunPhase, measureThroughput } from "./lib/harness.js";
+import { target, verdict } from "./lib/report.js";
+import { CEILING, RLF, SLUICE_KIND, SLUICE_TIER, SLUICE_TOKEN_BUCKET, TCP_CONTENDERS } from "./redis-contenders.js";
+import { TARGETS, formatRedisReport, runRedisBench } from "./redis.js";
+
+describe("harness hooks and targets", () => {
+  it("calls beforeRun/afterRun around every run, outside the timing, with the phase", async () => {
+    const calls: string[] = [];
+    const contender: Contender = {
+      name: "hooked",
+      expect: "allow",
+      run: async (ops) => {
+        calls.push(`run ${ops}`);
+        return ops;
+      },
+      beforeRun: async (phase: RunPhase) => {
+        calls.push(`before ${phase}`);
+      },
+      afterRun: async (phase: RunPhase, ops: number, elapsedMs: number) => {
+        expect(elapsedMs).toBeGreaterThanOrEqual(0);
+        calls.push(`after ${phase} ${ops}`);
+      },
+    };
+    await measureThroughput([contender], { rounds: 2, warmupMs: 0, targetRoundMs: 0, warmupOps: 3, opsPerRound: 7 });
+    expect(calls).toEqual([
+      "before warmup", "run 3", "after warmup 3",
+      "before round", "run 7", "after round 7",
+      "before round", "run 7", "after round 7",
+    ]);
+  });
+
+  it("prints strict and exact targets", () => {
+    expect(verdict(target(RLF, ">", 1, 1))).toBe("MISS (> 1x)");
+    expect(verdict(target(RLF, ">", 1, 1.01))).toBe("PASS (> 1x)");
+    expect(verdict(target("requests", "=", 1, 1), "")).toBe("PASS (= 1)");
+    expect(verdict(target("requests", "<", 1, 1), "")).toBe("MISS (< 1)");
+  });
+});
+
+describe("redis bench", () => {
+  it("starts its own redis-server, measures every contender, reports every figure with its target, and stops the server", async () => {
+    const report = await runRedisBench({
+      rounds: 2,
+      warmupMs: 0,
+      targetRoundMs: 0,
+      warmupOps: 10,
+      opsPerRound: 40,
+      inFlight: 5,
+      keyCounts: [1, 50],
+      upstash: { sequentialDecisions: 6, concurrentDecisions: 60, concurrentCallers: 20, keyCount: 50 },
+    });
+    expect(await pingRedis(report.server.port)).toBe(false);
+    expect(report.server.version).toMatch(/^\d+\.\d+/);
+
+    expect(report.scenarios.map((s) => [s.keys, s.inFlight])).toEqual([
+      [1, 5],
+      [50, 5],
+    ]);
+    for (const s of report.scenarios) {
+      expect(s.rows.map((r) => r.name)).toEqual([...TCP_CONTENDERS]);
+      for (const r of s.rows) {
+        expect(r.run.roundOpsPerSec).toHaveLength(2);
+        expect(r.rounds).toHaveLength(2);
+        expect(Number.isFinite(r.opsPerSec) && r.opsPerSec > 0).toBe(true);
+        for (const figure of [r.vsCeiling, r.vsRlf, r.profile.nodeCpuUs, r.profile.redisCpuUs, r.profile.evalshaUs]) {
+          expect(Number.isFinite(figure) && figure >= 0).toBe(true);
+        }
+        const kind = SLUICE_KIND[r.name];
+        expect(r.targets.map((t) => [t.against, t.op, t.bound, t.value])).toEqual(
+          kind === undefined ? [] : [[CEILING, ">=", TARGETS.vsCeiling[kind], r.vsCeiling], [RLF, ">", 1, r.vsRlf]],
+        );
+        // one script call per decision, whatever the contender (rate-limiter-flexible's included)
+        expect(r.profile.commands.evalsha).toBe(1);
+      }
+      const [ceiling, rlf] = s.rows;
+      expect(ceiling?.vsCeiling).toBe(1);
+      expect(rlf?.vsRlf).toBe(1);
+      // the ceiling's script: EVALSHA and the INCR it calls, nothing else
+      expect(ceiling?.profile.commands).toEqual({ evalsha: 1, incr: 1 });
+    }
+
+    expect(report.upstash.map((u) => [u.callers, u.decisions, u.commandsPerDecision])).toEqual([
+      [1, 6, 1],
+      [20, 60, 1],
+    ]);
+    const [sequential, concurrent] = report.upstash;
+    expect(sequential).toMatchObject({ requests: 6, requestsPerDecision: 1 });
+    expect(sequential?.targets.map((t) => [t.op, t.bound, t.pass])).toEqual([["=", 1, true]]);
+    expect(concurrent?.requests).toBeLessThan(60);
+    expect(concurrent?.targets.map((t) => [t.op, t.bound, t.pass])).toEqual([["<", 1, true]]);
+
+    expect(report.summary.pass + report.summary.miss).toBe(2 * 3 * 2 + 2);
+    expect(report.summary.misses).toHaveLength(report.summary.miss);
+
+    const text = formatRedisReport(report);
+    expect(text).toContain("| keys    | contender              | decisions/s | ÷ ceiling | target");
+    expect(text).toMatch(new RegExp(`\\| 50 keys \\| ${SLUICE_TIER.replace(/[()]/g, "\\$&")} \\| +[\\d.]+ [kM]?/s \\| +[\\d.]+x \\| (PASS|MISS) \\(≥ 0.8x\\) \\| +[\\d.]+x \\| (PASS|MISS) \\(> 1x\\) \\|`));
+    expect(text).toMatch(new RegExp(`\\| 1 key +\\| ${SLUICE_TOKEN_BUCKET} +\\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\|`));
+    expect(text).toMatch(/\| +1 \| +6 \| +6 \| +1\.00 \| PASS \(= 1\) +\| +1\.00 \|/);
+    expect(text).toContain(`Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS`);
+  });
+});

@@ -1,0 +1,350 @@
+/**
+ * `pnpm --filter @sluice/bench bench:redis`: Sluice's Redis stores against one private
+ * redis-server that the benchmark starts (on a free port) and stops:
+ *
+ * - `RedisStore` + ioredis decisions per second with 50 callers in flight, for one limit and for a
+ *   three-limit tier, with 1 key and 10,000 keys — beside the ceiling (a raw `EVALSHA` of a one-key
+ *   `INCR` script) and rate-limiter-flexible's `RateLimiterRedis`, all in one child process,
+ *   interleaved round by round, printed as ratios with the targets (PASS/MISS; a miss never fails
+ *   the process), with where each round's CPU time went (Node, redis-server, the script);
+ * - `UpstashStore` through the Upstash-REST bridge with the real `@upstash/redis` client: HTTP
+ *   requests per decision, sequential and with 100 callers in flight.
+ *
+ * Writes every figure to `results/redis.json`.
+ *
+ * @module
+ */
+import { pathToFileURL } from "node:url";
+import { startRedisServer } from "@sluice/testing/redis-server";
+import IORedis from "ioredis";
+import { runInChild } from "./lib/child.js";
+import { type ThroughputOptions, type ThroughputResult, median, pairedRatio } from "./lib/harness.js";
+import {
+  type MachineInfo,
+  type Target,
+  formatRate,
+  formatRatio,
+  loadAvgNow,
+  machineInfo,
+  markdownTable,
+  target,
+  verdict,
+  writeJson,
+} from "./lib/report.js";
+import {
+  CEILING,
+  CEILING_SCRIPT,
+  RLF,
+  type RoundProfile,
+  SLUICE_KIND,
+  TCP_CONTENDERS,
+  type TcpOptions,
+  type TcpScenarioMeasurement,
+  type UpstashMeasurement,
+  type UpstashOptions,
+} from "./redis-contenders.js";
+
+export interface RedisBenchOptions extends ThroughputOptions {
+  /** Concurrent callers of each TCP contender. */
+  inFlight: number;
+  /** One TCP scenario per key count. */
+  keyCounts: number[];
+  /** TCP contenders to measure (default: all). */
+  contenders?: string[];
+  /** The UpstashStore figures. */
+  upstash: UpstashOptions;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
+  rounds: 9,
+  warmupMs: 500,
+  targetRoundMs: 500,
+  inFlight: 50,
+  keyCounts: [1, 10_000],
+  upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
+};
+
+/** Targets from the issue. */
+export const TARGETS = {
+  /** Sluice ÷ the ceiling, by the kind of decision. */
+  vsCeiling: { single: 0.9, tier: 0.8 },
+  /** Sluice ÷ rate-limiter-flexible: strictly ahead. */
+  vsRlf: 1,
+  /** UpstashStore HTTP requests per decision, one caller: exactly one. */
+  upstashSequential: 1,
+  /** UpstashStore HTTP requests per decision, many callers in flight: fewer requests than decisions. */
+  upstashConcurrent: 1,
+} as const;
+
+/** Medians over the measured rounds of a contender's {@link RoundProfile}s. */
+export interface ProfileSummary {
+  readonly nodeCpuUs: number;
+  readonly redisCpuUs: number;
+  /** `nodeCpuUs + redisCpuUs`: on a machine whose cores are all busy, throughput goes as its inverse. */
+  readonly totalCpuUs: number;
+  readonly evalshaUs: number;
+  readonly redisCommandsPerDecision: number;
+  /** Calls per decision of each command (from the last round). */
+  readonly commands: Record<string, number>;
+  /** Median µs per call of each command. */
+  readonly usecPerCall: Record<string, number>;
+}
+
+export interface RedisRow {
+  readonly name: string;
+  readonly opsPerSec: number;
+  /** ÷ the ceiling, paired by round (median). */
+  readonly vsCeiling: number;
+  /** ÷ rate-limiter-flexible, likewise. */
+  readonly vsRlf: number;
+  /** Empty for the baselines. */
+  readonly targets: Target[];
+  readonly profile: ProfileSummary;
+  readonly run: ThroughputResult;
+  readonly rounds: RoundProfile[];
+}
+
+export interface RedisScenario {
+  readonly keys: number;
+  readonly inFlight: number;
+  readonly rows: RedisRow[];
+}
+
+export interface UpstashRow extends UpstashMeasurement {
+  readonly targets: Target[];
+}
+
+export interface RedisBenchReport {
+  readonly benchmark: "redis";
+  readonly date: string;
+  readonly machine: MachineInfo;
+  /** The private redis-server the run started and stopped. */
+  readonly server: { readonly version: string; readonly port: number };
+  readonly options: Omit<RedisBenchOptions, "log">;
+  readonly scenarios: RedisScenario[];
+  readonly upstash: UpstashRow[];
+  readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
+}
+
+const CONTENDERS_URL = new URL("./redis-contenders.ts", import.meta.url).href;
+
+function medianOf(rounds: readonly RoundProfile[], pick: (r: RoundProfile) => number): number {
+  return rounds.length === 0 ? NaN : median(rounds.map(pick));
+}
+
+function summarize(rounds: readonly RoundProfile[]): ProfileSummary {
+  const nodeCpuUs = medianOf(rounds, (r) => r.nodeCpuUs);
+  const redisCpuUs = medianOf(rounds, (r) => r.redisCpuUs);
+  const names = new Set(rounds.flatMap((r) => Object.keys(r.usecPerCall)));
+  return {
+    nodeCpuUs,
+    redisCpuUs,
+    totalCpuUs: medianOf(rounds, (r) => r.nodeCpuUs + r.redisCpuUs),
+    evalshaUs: medianOf(rounds, (r) => r.evalshaUs),
+    redisCommandsPerDecision: medianOf(rounds, (r) => r.redisCommandsPerDecision),
+    commands: rounds.at(-1)?.commands ?? {},
+    usecPerCall: Object.fromEntries([...names].map((name) => [name, medianOf(rounds, (r) => r.usecPerCall[name] ?? 0)])),
+  };
+}
+
+function scenarioReport(m: TcpScenarioMeasurement): RedisScenario {
+  const byName = (name: string) => m.results.find((r) => r.name === name);
+  const ceiling = byName(CEILING);
+  const rlf = byName(RLF);
+  const rows = m.results.map((run, i): RedisRow => {
+    const vsCeiling = ceiling === undefined ? NaN : pairedRatio(run, ceiling);
+    const vsRlf = rlf === undefined ? NaN : pairedRatio(run, rlf);
+    const kind = SLUICE_KIND[run.name];
+    const targets =
+      kind === undefined
+        ? []
+        : [target(CEILING, ">=", TARGETS.vsCeiling[kind], vsCeiling), target(RLF, ">", TARGETS.vsRlf, vsRlf)];
+    const rounds = m.profiles[i] ?? [];
+    return { name: run.name, opsPerSec: run.opsPerSec, vsCeiling, vsRlf, targets, profile: summarize(rounds), run, rounds };
+  });
+  return { keys: m.keys, inFlight: m.inFlight, rows };
+}
+
+function keysTitle(keys: number): string {
+  return keys === 1 ? "1 key" : `${keys.toLocaleString("en-US")} keys`;
+}
+
+/** The version of the redis-server at `url`. */
+async function redisVersion(url: string): Promise<string> {
+  const client = new IORedis(url, { lazyConnect: true });
+  await client.connect();
+  try {
+    return /\r\nredis_version:([^\r]+)\r\n/.exec(await client.info("server"))?.[1] ?? "unknown";
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Starts a private redis-server, measures the TCP contenders in one child process and the
+ * UpstashStore in another, stops the server, and returns every number.
+ */
+export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_OPTIONS): Promise<RedisBenchReport> {
+  const log = options.log ?? (() => {});
+  const machine = machineInfo();
+  const server = await startRedisServer();
+  let measured: TcpScenarioMeasurement[];
+  let upstash: UpstashMeasurement[];
+  let version: string;
+  try {
+    version = await redisVersion(server.url);
+    log(`redis-server ${version} on port ${server.port} (private to this run)`);
+    const tcp: TcpOptions = {
+      rounds: options.rounds,
+      warmupMs: options.warmupMs,
+      targetRoundMs: options.targetRoundMs,
+      ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
+      ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
+      inFlight: options.inFlight,
+      keyCounts: options.keyCounts,
+      ...(options.contenders !== undefined ? { contenders: options.contenders } : {}),
+    };
+    log(`TCP: ${(options.contenders ?? TCP_CONTENDERS).join(", ")}; ${options.inFlight} in flight; keys ${options.keyCounts.join(", ")}; one child process (load ${loadAvgNow()}) ...`);
+    measured = await runInChild<TcpScenarioMeasurement[]>(CONTENDERS_URL, "measureTcp", [server.url, tcp]);
+    log(`Upstash: UpstashStore through the bridge, in a child process (load ${loadAvgNow()}) ...`);
+    upstash = await runInChild<UpstashMeasurement[]>(CONTENDERS_URL, "measureUpstash", [server.url, options.upstash]);
+  } finally {
+    await server.stop();
+  }
+  const scenarios = measured.map(scenarioReport);
+  const upstashRows: UpstashRow[] = upstash.map((u) => ({
+    ...u,
+    targets:
+      u.callers === 1
+        ? [target("requests per decision", "=", TARGETS.upstashSequential, u.requestsPerDecision)]
+        : [target("requests per decision", "<", TARGETS.upstashConcurrent, u.requestsPerDecision)],
+  }));
+
+  const misses: string[] = [];
+  let pass = 0;
+  for (const s of scenarios) {
+    for (const row of s.rows) {
+      for (const t of row.targets) {
+        if (t.pass) pass++;
+        else misses.push(`${keysTitle(s.keys)}: ${row.name} is ${formatRatio(t.value)} ${t.against} (target ${t.op} ${t.bound}x)`);
+      }
+    }
+  }
+  for (const row of upstashRows) {
+    for (const t of row.targets) {
+      if (t.pass) pass++;
+      else misses.push(`UpstashStore, ${row.callers} in flight: ${row.requestsPerDecision.toFixed(2)} HTTP requests per decision (target ${t.op} ${t.bound})`);
+    }
+  }
+  const { log: _log, ...recorded } = options;
+  return {
+    benchmark: "redis",
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAvgEnd: loadAvgNow() },
+    server: { version, port: server.port },
+    options: recorded,
+    scenarios,
+    upstash: upstashRows,
+    summary: { pass, miss: misses.length, misses },
+  };
+}
+
+const us = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "–");
+
+/** The report as printed: throughput and ratios, where the time went, the Upstash requests, the misses. */
+export function formatRedisReport(report: RedisBenchReport): string {
+  const m = report.machine;
+  const o = report.options;
+  const out: string[] = [
+    `# Redis: Sluice vs ${RLF} vs a raw EVALSHA ceiling`,
+    "",
+    `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
+    `One private redis-server ${report.server.version} (no persistence) started by the run. TCP contenders: ioredis, auto-pipelining off,`,
+    `one connection each, ${o.inFlight} callers in flight each awaiting one decision at a time; all in one Node process, interleaved over`,
+    `${o.rounds} rounds of ~${o.targetRoundMs} ms each. decisions/s is the median round; ratios the median of per-round ratios.`,
+    `Ceiling: EVALSHA of \`${CEILING_SCRIPT}\`. Sluice: RedisStore, tokenBucket or slidingWindow alone, or the tier`,
+    "tokenBucket + slidingWindow (1 min) + fixedWindow (1 day); quotas that never deny.",
+    "",
+    `## Decisions per second, ${o.inFlight} in flight (RedisStore + ioredis)`,
+    "",
+  ];
+  const rows: string[][] = [];
+  for (const s of report.scenarios) {
+    for (const r of s.rows) {
+      const [vsCeiling, vsRlf] = r.targets;
+      const note = r.name === CEILING || r.name === RLF ? "baseline" : "";
+      rows.push([
+        keysTitle(s.keys),
+        r.name,
+        formatRate(r.opsPerSec),
+        formatRatio(r.vsCeiling),
+        vsCeiling ? verdict(vsCeiling) : note,
+        formatRatio(r.vsRlf),
+        vsRlf ? verdict(vsRlf) : note,
+      ]);
+    }
+  }
+  out.push(
+    markdownTable(["keys", "contender", "decisions/s", "÷ ceiling", "target", `÷ ${RLF}`, "target"], rows, ["l", "l", "r", "r", "l", "r", "l"]),
+    "",
+    "## Where the time goes (per decision; medians over the measured rounds)",
+    "",
+    markdownTable(
+      ["keys", "contender", "Node CPU µs", "redis-server CPU µs", "total CPU µs", "EVALSHA µs (in Redis)", "Redis commands"],
+      report.scenarios.flatMap((s) =>
+        s.rows.map((r) => [
+          keysTitle(s.keys),
+          r.name,
+          us(r.profile.nodeCpuUs),
+          us(r.profile.redisCpuUs),
+          us(r.profile.totalCpuUs),
+          r.profile.evalshaUs.toFixed(2),
+          r.profile.redisCommandsPerDecision.toFixed(2),
+        ]),
+      ),
+      ["l", "l", "r", "r", "r", "r", "r"],
+    ),
+    "",
+    "CPU µs: the Node process and redis-server (user + system) per decision during the round; with every core of the machine",
+    "busy, decisions/s goes as the inverse of the total. EVALSHA µs: `usec_per_call` in `INFO commandstats`, the script's run",
+    "time inside Redis including the commands it calls. Redis commands: sent by the client plus those called by the script.",
+    "",
+    `## UpstashStore over HTTP (@upstash/redis, auto-pipelining on, through the Upstash-REST bridge; the tier)`,
+    "",
+    markdownTable(
+      ["callers in flight", "decisions", "HTTP requests", "requests/decision", "target", "EVALSHA/decision", "decisions/s (info)"],
+      report.upstash.map((u) => [
+        String(u.callers),
+        u.decisions.toLocaleString("en-US"),
+        u.requests.toLocaleString("en-US"),
+        u.requestsPerDecision.toFixed(2),
+        u.targets[0] ? verdict(u.targets[0], "") : "",
+        u.commandsPerDecision.toFixed(2),
+        formatRate(u.opsPerSec),
+      ]),
+      ["r", "r", "r", "r", "l", "r", "r"],
+    ),
+    "",
+    "decisions/s over HTTP is information only: the bridge runs in the client's process.",
+    "",
+    `Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS (a miss is reported, never fatal).`,
+    ...report.summary.misses.map((miss) => `- MISS ${miss}`),
+  );
+  return out.join("\n");
+}
+
+/** Where `bench:redis` writes its figures. */
+export const RESULTS_FILE = new URL("../results/redis.json", import.meta.url);
+
+async function main(): Promise<void> {
+  const report = await runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log: (line) => process.stderr.write(`${line}\n`) });
+  console.log(formatRedisReport(report));
+  writeJson(RESULTS_FILE, report);
+  console.log("\nFigures written to apps/bench/results/redis.json");
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await main();
+}
