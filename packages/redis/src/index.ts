@@ -8,5 +8,6 @@
  */
 export { UpstashStore, type UpstashRedisLike } from "./upstash-store.js";
 export { RedisStore, type RedisClientLike, type IORedisLike, type NodeRedisLike } from "./redis-store.js";
-export { SCRIPTS, type Script } from "./scripts.js";
+export { decideScript, fieldOf, MAX_REDIS_POLICIES, type Script } from "./scripts.js";
+export { sha1 } from "./sha1.js";
 export type { Transport } from "./script-store.js";

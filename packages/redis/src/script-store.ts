@@ -7,7 +7,7 @@ import {
   type StoreNamespace,
   type StoreResult,
 } from "@sluice/core";
-import { SCRIPTS } from "./scripts.js";
+import { type Script, decideScript } from "./scripts.js";
 
 /**
  * The three calls a store makes, whatever the client: one script call per decision (EVALSHA, or
@@ -19,14 +19,6 @@ export interface Transport {
   del(keys: string[]): Promise<unknown>;
 }
 
-const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
-  fixedWindow: "fw",
-  slidingWindow: "sw",
-  slidingLog: "sl",
-  tokenBucket: "tb",
-  leakyBucket: "lb",
-};
-
 /**
  * The registry key of the test clock. Only the `@sluice/redis/testing` entry sets it; see
  * `testing.ts` for how it is fenced off from production.
@@ -34,7 +26,7 @@ const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
  */
 export const TEST_CLOCK: unique symbol = Symbol.for("@sluice/redis:test-clock") as never;
 
-/** @internal a store that runs the `decide` script through a {@link Transport}. */
+/** @internal a store that runs the `decide` script generated for each namespace through a {@link Transport}. */
 export abstract class ScriptStore implements Store {
   /** @internal */
   [TEST_CLOCK]?: () => number;
@@ -50,8 +42,8 @@ function isNoScript(error: unknown): boolean {
 }
 
 class ScriptBinding implements BoundStore {
-  /** The per-policy part of ARGV, built once per namespace. */
-  readonly #policyArgs: string[];
+  /** The script generated for this namespace's policies, with its SHA-1. */
+  readonly #script: Script;
   /** Names of the sliding logs, whose lists are KEYS[2..]. */
   readonly #logNames: string[];
   readonly #names: string[];
@@ -64,19 +56,8 @@ class ScriptBinding implements BoundStore {
     readonly testClock: (() => number) | undefined,
   ) {
     this.#prefix = namespace.prefix;
-    this.#logNames = [];
-    const args = [String(namespace.policies.length)];
-    for (const p of namespace.policies) {
-      // the hash field names the kind too, so a policy that changes algorithm starts from empty
-      const field = `${p.name}|${KIND_CODE[p.kind]}`;
-      if (p.kind === "slidingLog") this.#logNames.push(p.name);
-      if (p.kind === "tokenBucket" || p.kind === "leakyBucket") {
-        args.push(KIND_CODE[p.kind], field, String(p.emissionIntervalUs), String(p.burst), String(p.queue));
-      } else {
-        args.push(KIND_CODE[p.kind], field, String(p.limit), String(p.windowMs), "0");
-      }
-    }
-    this.#policyArgs = args;
+    this.#script = decideScript(namespace.policies);
+    this.#logNames = namespace.policies.filter((p) => p.kind === "slidingLog").map((p) => p.name);
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
   }
@@ -89,17 +70,18 @@ class ScriptBinding implements BoundStore {
   }
 
   #args(cost: number, mode: "c" | "p"): string[] {
-    const now = this.testClock === undefined ? "" : String(Math.floor(this.testClock() * 1000));
-    return [String(cost), mode, now, ...this.#policyArgs];
+    // production sends as little as it can: the cost, and the mode for a peek
+    if (this.testClock !== undefined) return [String(cost), mode, String(Math.floor(this.testClock() * 1000))];
+    return mode === "c" ? [String(cost)] : [String(cost), mode];
   }
 
   async #run(keys: string[], args: string[]): Promise<StoreResult> {
     let reply: unknown;
     try {
-      reply = await this.transport.evalsha(SCRIPTS.decide.sha, keys, args);
+      reply = await this.transport.evalsha(this.#script.sha, keys, args);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      reply = await this.transport.eval(SCRIPTS.decide.script, keys, args);
+      reply = await this.transport.eval(this.#script.script, keys, args);
     }
     return this.#parse(reply);
   }

@@ -1,19 +1,59 @@
 import { createHash } from "node:crypto";
+import { fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
+import { policySpecArbitrary, policyFromSpec } from "@sluice/testing";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SCRIPTS } from "./scripts.js";
+import { MAX_REDIS_POLICIES, decideScript } from "./scripts.js";
+import { sha1 } from "./sha1.js";
 
-describe("SCRIPTS", () => {
-  for (const [name, { script, sha }] of Object.entries(SCRIPTS)) {
-    it(`${name}: the stored sha is the SHA-1 of the script`, () => {
-      expect(sha).toBe(createHash("sha1").update(script).digest("hex"));
-    });
+const nodeSha1 = (text: string) => createHash("sha1").update(text).digest("hex");
 
-    it(`${name}: runs on stock Redis (no shebang flags) and creates no globals`, () => {
-      expect(script.startsWith("#!")).toBe(false);
-      expect(script).not.toMatch(/^#!lua/m);
-      // every assignment at column 0 must be a local declaration (Redis forbids globals)
-      const globals = script.split("\n").filter((line) => /^[A-Za-z_][\w.]*\s*=/.test(line));
-      expect(globals).toEqual([]);
-    });
-  }
+describe("sha1", () => {
+  it("matches node:crypto on edge lengths and non-ASCII text", () => {
+    for (const text of ["", "abc", "a".repeat(55), "a".repeat(56), "a".repeat(64), "caf\u00e9 \u2603 \u{1f600}".repeat(50)]) {
+      expect(sha1(text)).toBe(nodeSha1(text));
+    }
+    fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 300 }), (text) => sha1(text) === nodeSha1(text)));
+  });
+});
+
+describe("decideScript", () => {
+  const tier = [
+    tokenBucket({ capacity: 10, refillRate: 1, name: "burst" }),
+    slidingWindow({ limit: 30, window: "1m", name: "per-minute" }),
+    fixedWindow({ limit: 1000, window: "1d", name: "per-day" }),
+    slidingLog({ limit: 5, window: "5m", name: "login" }),
+    leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 3, name: "shaper" }),
+  ];
+
+  it("names every generated script by the SHA-1 of its text", () => {
+    const { script, sha } = decideScript(tier);
+    expect(sha).toBe(nodeSha1(script));
+    fc.assert(
+      fc.property(fc.array(policySpecArbitrary(), { minLength: 1, maxLength: 4 }), (specs) => {
+        const generated = decideScript(specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p~'${i}` } } as never)));
+        return generated.sha === nodeSha1(generated.script);
+      }),
+    );
+  });
+
+  it("runs on stock Redis: no script flags, no globals, constants written out in full", () => {
+    const { script } = decideScript(tier);
+    expect(script.startsWith("#!")).toBe(false);
+    // every assignment at column 0 is a local declaration (Redis forbids globals)
+    expect(script.split("\n").filter((line) => /^[A-Za-z_][\w.]*\s*=/.test(line))).toEqual([]);
+    expect(script).not.toMatch(/\de[+-]?\d/); // no exponent notation anywhere
+    expect(script).toContain("'HMGET', KEYS[1], \"burst|tb\", \"per-minute|sw\", \"per-day|fw\", \"login|sl\", \"shaper|lb\"");
+  });
+
+  it("is the same text for the same policies and different for different ones", () => {
+    expect(decideScript(tier).sha).toBe(decideScript([...tier]).sha);
+    expect(decideScript(tier.slice(0, 2)).sha).not.toBe(decideScript(tier).sha);
+  });
+
+  it(`refuses more than ${MAX_REDIS_POLICIES} policies with a clear error`, () => {
+    const many = Array.from({ length: MAX_REDIS_POLICIES + 1 }, (_, i) => fixedWindow({ limit: 1, window: "1m", name: `p${i}` }));
+    expect(() => decideScript(many)).toThrow(/1 to 12 limits; got 13/);
+    expect(() => decideScript(many.slice(0, MAX_REDIS_POLICIES))).not.toThrow();
+  });
 });

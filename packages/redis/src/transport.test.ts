@@ -28,7 +28,7 @@ afterAll(async () => {
  * Records the commands clients send while `fn` runs, through MONITOR (which tells a client's
  * commands from those a script runs: the latter come from "lua"). Returns command name → count.
  */
-async function clientCommands(fn: () => Promise<void>): Promise<Record<string, number>> {
+async function clientCommands(fn: () => Promise<void>, from: "client" | "lua" = "client"): Promise<Record<string, number>> {
   const monitor = await admin.monitor();
   const seen: string[] = [];
   let marker: (() => void) | undefined;
@@ -36,7 +36,7 @@ async function clientCommands(fn: () => Promise<void>): Promise<Record<string, n
   const token = `marker-${Math.random()}`;
   monitor.on("monitor", (_time: string, args: string[], source: string) => {
     if (args[0]?.toLowerCase() === "echo" && args[1] === token) marker?.();
-    else if (source !== "lua") seen.push(String(args[0]).toLowerCase());
+    else if ((source === "lua") === (from === "lua")) seen.push(String(args[0]).toLowerCase());
   });
   try {
     await fn();
@@ -136,6 +136,33 @@ describe.each(clients)("$name", ({ name, make }) => {
     }
     expect(back).toMatchObject({ allowed: true, reason: "ok", remaining: 1 });
     await close();
+  });
+});
+
+describe("keys and TTLs", () => {
+  it("gives every key a TTL, renews it about once a second on a hot key, and lets idle keys vanish", async () => {
+    const client = new IORedis(server.url);
+    client.on("error", () => {});
+    const limiter = new RateLimiter({
+      store: new RedisStore(client),
+      limits: [fixedWindow({ limit: 100, window: 200, name: "fixed" }), slidingLog({ limit: 100, window: 200, name: "log" })],
+      prefix: "ttl",
+    });
+    const scriptCalls = await clientCommands(async () => {
+      for (let i = 0; i < 20; i++) expect((await limiter.limit("k")).allowed).toBe(true);
+    }, "lua");
+    // the hash's TTL is set once (it reaches past the window by a second), the log's list every time
+    expect(scriptCalls.pexpire).toBeLessThanOrEqual(20 + 2);
+    expect(scriptCalls.pexpire).toBeGreaterThanOrEqual(21);
+    const hashTtl = await admin.pttl("{ttl:k}");
+    const listTtl = await admin.pttl("{ttl:k}:log:log");
+    expect(hashTtl).toBeGreaterThan(0);
+    expect(hashTtl).toBeLessThanOrEqual(200 + 1000);
+    expect(listTtl).toBeGreaterThan(0);
+    expect(await admin.hkeys("{ttl:k}")).toEqual(["fixed|fw", "log|sl", "@expires"]);
+    await new Promise((resolve) => setTimeout(resolve, 1400));
+    expect(await admin.exists("{ttl:k}", "{ttl:k}:log:log")).toBe(0);
+    client.disconnect();
   });
 });
 
