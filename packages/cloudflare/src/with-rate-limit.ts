@@ -14,14 +14,15 @@ import {
   SluiceConfigError,
   type Store,
   type StoreErrorMode,
+  UNKNOWN_CLIENT_KEY,
+  addRateLimitHeaders,
   clientIp,
   createGuard,
   fixedWindow,
   validateClientIpOptions,
 } from "@sluice/core";
 
-/** The key of every request whose address `trust` cannot establish (shared quota, like `@sluice/hono`). */
-export const UNKNOWN_CLIENT_KEY = "unknown";
+export { UNKNOWN_CLIENT_KEY };
 
 /** A Worker's `fetch` with the request's decision as a fourth argument (`undefined` when `skip` said so). */
 export type RateLimitedFetch<Env> = (
@@ -128,22 +129,6 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/**
- * Adds `headers` to `response` (headers it already has win), copying it first if its headers are
- * immutable (`Response.redirect()`, a `fetch()` response).
- */
-function withHeaders(response: Response, headers: Headers): Response {
-  const missing = [...headers].filter(([name]) => !response.headers.has(name));
-  if (missing.length === 0) return response;
-  try {
-    for (const [name, value] of missing) response.headers.set(name, value);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    for (const [name, value] of missing) copy.headers.set(name, value);
-    return copy;
-  }
-}
 
 /**
  * Rate-limits a module Worker. Each request is keyed (`key`, or the client address with `trust`)
@@ -208,7 +193,7 @@ export function withRateLimit<Env = unknown, H extends RateLimitedHandler<Env> =
     ctx?.waitUntil?.(decision.pending);
     if (response !== undefined) return response;
     if (decision.delayMs > 0) await sleep(decision.delayMs);
-    return withHeaders(await inner!.fetch(request, env, ctx, decision), headers);
+    return addRateLimitHeaders(await inner!.fetch(request, env, ctx, decision), headers);
   }
 
   const wrapped = typeof handler === "function" ? { fetch } : { ...handler, fetch };

@@ -24,6 +24,12 @@ export interface ClientIpOptions {
   ipv6Subnet?: number;
 }
 
+/**
+ * The key adapters give every request whose address `trust` cannot establish (no trusted header,
+ * or a value that is not an IP address): such requests share one quota rather than go unlimited.
+ */
+export const UNKNOWN_CLIENT_KEY = "unknown";
+
 /** Validates `trust` and `ipv6Subnet`; throws `SluiceConfigError` naming the option. */
 export function validateClientIpOptions(options: ClientIpOptions | undefined, where = "clientIp"): void {
   if (options === undefined) return;

@@ -9,7 +9,7 @@ import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { type HeaderStyle, type HeadersOption, ietfPolicyHeader, resolveHeaderStyles, setRateLimitHeaders } from "./headers.js";
 import { RateLimiter, type StoreErrorMode, assertKey } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
-import { limitedResponse } from "./response.js";
+import { addRateLimitHeaders, limitedResponse } from "./response.js";
 import type { Decision, Store } from "./types.js";
 
 /** Options every guard takes. `C` is what the adapter hands in: a `Request` for the core guard. */
@@ -110,24 +110,12 @@ function requireFunction(value: unknown, option: string, optional: boolean): voi
   if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
 }
 
-/**
- * Adds `headers` to `response` (headers it already has win), copying it first if its headers are
- * immutable (`Response.redirect()`, a `fetch()` response). A network error (`Response.error()`,
- * status 0) cannot carry headers or be copied: it is returned unchanged.
- */
+/** `onLimited`'s response with the rate-limit headers added (see {@link addRateLimitHeaders}). */
 function withHeaders(response: Response, headers: Headers): Response {
   if (typeof response !== "object" || response === null || typeof (response as Partial<Response>).status !== "number") {
     throw new SluiceConfigError(`onLimited must return a Response; got ${describe(response)}`);
   }
-  if (response.type === "error" || response.status === 0) return response;
-  try {
-    for (const [name, value] of headers) if (!response.headers.has(name)) response.headers.set(name, value);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    for (const [name, value] of headers) if (!copy.headers.has(name)) copy.headers.set(name, value);
-    return copy;
-  }
+  return addRateLimitHeaders(response, headers);
 }
 
 /**

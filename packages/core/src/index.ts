@@ -57,12 +57,13 @@ export {
 } from "./headers.js";
 export {
   limitedResponse,
+  addRateLimitHeaders,
   quotaExceededProblem,
   QUOTA_EXCEEDED_TYPE,
   QUOTA_EXCEEDED_TITLE,
   type QuotaExceededProblem,
 } from "./response.js";
-export { clientIp, normalizeIp, validateClientIpOptions, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
+export { clientIp, normalizeIp, validateClientIpOptions, UNKNOWN_CLIENT_KEY, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
 export {
   createGuard,
   type Guard,

@@ -57,3 +57,28 @@ export function limitedResponse(decision: Decision, headers: Headers): Response 
   responseHeaders.set("Content-Type", "application/problem+json");
   return new Response(JSON.stringify(quotaExceededProblem(decision)), { status: 429, headers: responseHeaders });
 }
+
+/**
+ * Adds rate-limit `headers` to a response the application built — headers it already has win —
+ * copying it first when its headers are immutable (`Response.redirect()`, a `fetch()` response).
+ * A network error (`Response.error()`) can carry no headers and is returned unchanged.
+ *
+ * @example
+ * ```ts
+ * const { headers } = await guard(request);
+ * return addRateLimitHeaders(await handler(request), headers);
+ * ```
+ */
+export function addRateLimitHeaders(response: Response, headers: Headers): Response {
+  if (response.type === "error" || response.status === 0) return response;
+  const missing = [...headers].filter(([name]) => !response.headers.has(name));
+  if (missing.length === 0) return response;
+  try {
+    for (const [name, value] of missing) response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    for (const [name, value] of missing) copy.headers.set(name, value);
+    return copy;
+  }
+}

@@ -14,6 +14,7 @@ import {
   SluiceConfigError,
   type Store,
   type TierSettings,
+  UNKNOWN_CLIENT_KEY,
   clientIp,
   createGuard,
   validateClientIpOptions,
@@ -28,8 +29,7 @@ export type RateLimitVariables = {
   rateLimit: Decision;
 };
 
-/** The shared key of every request whose address `trust` cannot establish. */
-export const UNKNOWN_CLIENT_KEY = "unknown";
+export { UNKNOWN_CLIENT_KEY };
 
 /** Options every form of {@link rateLimiter} takes. Every function receives the Hono `Context` first. */
 export interface RateLimiterCommonOptions {

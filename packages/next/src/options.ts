@@ -12,14 +12,15 @@ import {
   type RateLimiter,
   SluiceConfigError,
   type TierSettings,
+  UNKNOWN_CLIENT_KEY,
+  addRateLimitHeaders,
   clientIp,
   createGuard,
   validateClientIpOptions,
 } from "@sluice/core";
 import type { NextFetchEvent, NextRequest } from "next/server.js";
 
-/** The shared key of every request whose address `trust` cannot establish. */
-export const UNKNOWN_CLIENT_KEY = "unknown";
+export { UNKNOWN_CLIENT_KEY };
 
 /**
  * Options every form takes. Every function receives the `NextRequest` first; `Extra` is what
@@ -183,21 +184,5 @@ export async function keepAlive(
   else await pending;
 }
 
-/**
- * Adds `headers` to `response` — headers it already has win — copying it first if its headers are
- * immutable (`Response.redirect()`, a `fetch()` response). A network error is returned unchanged.
- */
-export function withHeaders(response: Response, headers: Headers): Response {
-  // a network error (`Response.error()`, status 0) can neither carry headers nor be copied
-  if (response.type === "error" || response.status === 0) return response;
-  const missing = [...headers].filter(([name]) => !response.headers.has(name));
-  if (missing.length === 0) return response;
-  try {
-    for (const [name, value] of missing) response.headers.set(name, value);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    for (const [name, value] of missing) copy.headers.set(name, value);
-    return copy;
-  }
-}
+/** Adds the rate-limit headers to a response (core's {@link addRateLimitHeaders}). */
+export const withHeaders = addRateLimitHeaders;
