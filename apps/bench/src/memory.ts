@@ -10,7 +10,6 @@
  *
  * @module
  */
-import { pathToFileURL } from "node:url";
 import { type ThroughputOptions, type ThroughputResult, median, pairedRatio } from "./lib/harness.js";
 import { runInChild } from "./lib/child.js";
 import type { HeapResult } from "./lib/heap.js";
@@ -24,7 +23,8 @@ import {
   markdownTable,
   target,
   verdict,
-  writeJson,
+  runIfMain,
+  summaryLines,
 } from "./lib/report.js";
 import {
   ALGORITHMS,
@@ -267,8 +267,7 @@ export function formatMemoryReport(report: MemoryBenchReport): string {
       ["l", "r", "r", "r", "r", "r", "l"],
     ),
     "",
-    `Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS (a miss is reported, never fatal).`,
-    ...report.summary.misses.map((miss) => `- MISS ${miss}`),
+    ...summaryLines(report.summary),
   );
   return out.join("\n");
 }
@@ -276,13 +275,4 @@ export function formatMemoryReport(report: MemoryBenchReport): string {
 /** Where `bench:memory` writes its figures. */
 export const RESULTS_FILE = new URL("../results/memory.json", import.meta.url);
 
-async function main(): Promise<void> {
-  const report = await runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log: (line) => process.stderr.write(`${line}\n`) });
-  console.log(formatMemoryReport(report));
-  writeJson(RESULTS_FILE, report);
-  console.log("\nFigures written to apps/bench/results/memory.json");
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await main();
-}
+await runIfMain(import.meta.url, RESULTS_FILE, (log) => runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log }), formatMemoryReport);

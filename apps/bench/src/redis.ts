@@ -14,7 +14,6 @@
  *
  * @module
  */
-import { pathToFileURL } from "node:url";
 import { startRedisServer } from "@sluice/testing/redis-server";
 import IORedis from "ioredis";
 import { runInChild } from "./lib/child.js";
@@ -29,7 +28,8 @@ import {
   markdownTable,
   target,
   verdict,
-  writeJson,
+  runIfMain,
+  summaryLines,
 } from "./lib/report.js";
 import {
   CEILING,
@@ -329,8 +329,7 @@ export function formatRedisReport(report: RedisBenchReport): string {
     "",
     "decisions/s over HTTP is information only: the bridge runs in the client's process.",
     "",
-    `Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS (a miss is reported, never fatal).`,
-    ...report.summary.misses.map((miss) => `- MISS ${miss}`),
+    ...summaryLines(report.summary),
   );
   return out.join("\n");
 }
@@ -338,13 +337,4 @@ export function formatRedisReport(report: RedisBenchReport): string {
 /** Where `bench:redis` writes its figures. */
 export const RESULTS_FILE = new URL("../results/redis.json", import.meta.url);
 
-async function main(): Promise<void> {
-  const report = await runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log: (line) => process.stderr.write(`${line}\n`) });
-  console.log(formatRedisReport(report));
-  writeJson(RESULTS_FILE, report);
-  console.log("\nFigures written to apps/bench/results/redis.json");
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await main();
-}
+await runIfMain(import.meta.url, RESULTS_FILE, (log) => runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log }), formatRedisReport);

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 
@@ -86,4 +87,29 @@ export function round2(x: number): number {
 export function writeJson(file: URL, data: unknown): void {
   mkdirSync(new URL(".", file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+}
+
+/** The closing lines of a report: the PASS/MISS count and every miss. */
+export function summaryLines(summary: { readonly pass: number; readonly miss: number; readonly misses: readonly string[] }): string[] {
+  return [
+    `Targets: ${summary.pass} PASS, ${summary.miss} MISS (a miss is reported, never fatal).`,
+    ...summary.misses.map((miss) => `- MISS ${miss}`),
+  ];
+}
+
+/**
+ * Runs a bench file's `main` when the file is the process's entry point: runs the bench (progress
+ * on stderr), prints its report, and writes its figures to `file`.
+ */
+export async function runIfMain<R>(
+  moduleUrl: string,
+  file: URL,
+  run: (log: (line: string) => void) => Promise<R>,
+  format: (report: R) => string,
+): Promise<void> {
+  if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  const report = await run((line) => process.stderr.write(`${line}\n`));
+  console.log(format(report));
+  writeJson(file, report);
+  console.log(`\nFigures written to ${fileURLToPath(file)}`);
 }
