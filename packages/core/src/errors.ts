@@ -42,6 +42,33 @@ export class SluiceInputError extends SluiceError {
   override name = "SluiceInputError" as const;
 }
 
+/**
+ * A store call that did not answer within the limiter's `timeoutMs` (default 1000 ms for
+ * asynchronous stores). The limiter treats it as a store failure (`reason: "timeout"`) and follows
+ * its `onStoreError`; it reaches `onStoreFailure`, never the caller of `limit()`.
+ *
+ * @example
+ * ```ts
+ * new RateLimiter({ store, limits, onStoreFailure: (e) => { if (e instanceof SluiceTimeoutError) metrics.timeouts++; } });
+ * ```
+ */
+export class SluiceTimeoutError extends SluiceError {
+  override name = "SluiceTimeoutError" as const;
+}
+
+/**
+ * A store failed or answered something malformed (a reply of the wrong shape, say). The limiter
+ * treats it as a store failure (`reason: "store-error"`) and follows its `onStoreError`.
+ *
+ * @example
+ * ```ts
+ * onStoreFailure: (e) => { if (e instanceof SluiceStoreError) log.warn(e.message, e.cause); }
+ * ```
+ */
+export class SluiceStoreError extends SluiceError {
+  override name = "SluiceStoreError" as const;
+}
+
 /** Formats a value for an error message: strings quoted, everything else as written in code. */
 export function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);

@@ -24,11 +24,13 @@ export {
   type LeakyBucketOptions,
 } from "./algorithms.js";
 export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
-export { SluiceError, SluiceConfigError, SluiceInputError } from "./errors.js";
+export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
+export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
 export {
   RateLimiter,
   toDecision,
   STORE_FAILURE_RETRY_MS,
+  DEFAULT_TIMEOUT_MS,
   type RateLimiterOptions,
   type LimitOptions,
   type StoreErrorMode,

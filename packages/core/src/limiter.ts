@@ -1,6 +1,7 @@
 import { type Policy, isPolicy, validateName } from "./algorithms.js";
 import { MAX_DURATION_MS } from "./duration.js";
-import { SluiceConfigError, SluiceError, SluiceInputError, describe } from "./errors.js";
+import { SluiceConfigError, SluiceInputError, SluiceTimeoutError, describe } from "./errors.js";
+import { MAX_POLICIES, assertKey, validateTier } from "./keys.js";
 import { MemoryStore } from "./memory-store.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
@@ -29,11 +30,19 @@ export interface RateLimiterOptions {
    */
   onStoreError?: StoreErrorMode;
   /**
-   * Milliseconds a store call may take before it counts as a failure (`reason: "timeout"`). Only
-   * asynchronous stores can time out.
-   * @default undefined (no timeout)
+   * Milliseconds a store call may take before it counts as a failure (`reason: "timeout"`,
+   * {@link SluiceTimeoutError}); `false` turns the timeout off. Only asynchronous stores can time
+   * out: a synchronous store (`MemoryStore`) answers before a timer could fire.
+   * @default 1000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | false;
+  /**
+   * The plan this limiter's counters belong to: a tiered guard sets it for each tier, so a tier's
+   * state never mixes with another tier's, nor with a plain limiter's under the same prefix. A name
+   * like a policy name (visible ASCII, no spaces).
+   * @default undefined (no tier)
+   */
+  tier?: string;
   /** Called with the error whenever a store call fails or times out (for logs and metrics). */
   onStoreFailure?: (error: unknown) => void;
 }
@@ -52,19 +61,12 @@ const NO_PENDING: Promise<void> = Promise.resolve();
 /** `retryAfterMs` of a fail-closed decision (`onStoreError: "deny"`): ask clients to come back in a second. */
 export const STORE_FAILURE_RETRY_MS = 1000;
 
-class StoreTimeoutError extends SluiceError {
-  override name = "StoreTimeoutError";
-}
+export { assertKey };
+/** The default `timeoutMs` of a limiter over an asynchronous store. */
+export const DEFAULT_TIMEOUT_MS = 1000;
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
   return value != null && typeof (value as { then?: unknown }).then === "function";
-}
-
-/** Throws `SluiceInputError` unless `key` is a non-empty string. */
-export function assertKey(key: unknown): asserts key is string {
-  if (typeof key !== "string" || key.length === 0) {
-    throw new SluiceInputError(`key must be a non-empty string; got ${describe(key)}`);
-  }
 }
 
 function costOf(options: LimitOptions | undefined): number {
@@ -162,7 +164,10 @@ export class RateLimiter {
   readonly prefix: string;
   readonly store: Store;
   readonly onStoreError: StoreErrorMode;
-  readonly timeoutMs: number | undefined;
+  /** Milliseconds a store call may take, or `false` for no timeout. */
+  readonly timeoutMs: number | false;
+  /** The tier, if a tiered guard made this limiter. */
+  readonly tier: string | undefined;
   readonly #namespace: StoreNamespace;
   readonly #bound: BoundStore;
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
@@ -174,6 +179,9 @@ export class RateLimiter {
     }
     const limits = Array.isArray(options.limits) ? options.limits : [options.limits];
     if (limits.length === 0) throw new SluiceConfigError("RateLimiter: limits must name at least one policy; got an empty array");
+    if (limits.length > MAX_POLICIES) {
+      throw new SluiceConfigError(`RateLimiter: limits takes at most ${MAX_POLICIES} policies (the same on every store); got ${limits.length}`);
+    }
     const names = new Set<string>();
     for (const [i, policy] of limits.entries()) {
       if (!isPolicy(policy)) {
@@ -191,14 +199,14 @@ export class RateLimiter {
     if (onStoreError !== "fallback" && onStoreError !== "allow" && onStoreError !== "deny") {
       throw new SluiceConfigError(`RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`);
     }
-    const timeoutMs = options.timeoutMs;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (
-      timeoutMs !== undefined &&
+      timeoutMs !== false &&
       (typeof timeoutMs !== "number" || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_DURATION_MS)
     ) {
       // above 2^31-1 ms, setTimeout fires at once: every store call would time out
       throw new SluiceConfigError(
-        `RateLimiter: timeoutMs must be a positive integer of milliseconds, at most ${MAX_DURATION_MS}; got ${describe(timeoutMs)}`,
+        `RateLimiter: timeoutMs must be a positive integer of milliseconds, at most ${MAX_DURATION_MS}, or false; got ${describe(timeoutMs)}`,
       );
     }
     const store = options.store ?? new MemoryStore();
@@ -213,8 +221,9 @@ export class RateLimiter {
     this.store = store;
     this.onStoreError = onStoreError;
     this.timeoutMs = timeoutMs;
+    this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "RateLimiter: tier");
     this.#onStoreFailure = options.onStoreFailure;
-    this.#namespace = Object.freeze({ prefix, policies: this.policies });
+    this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#bound = store.bind(this.#namespace);
   }
 
@@ -279,10 +288,10 @@ export class RateLimiter {
 
   #withTimeout<T>(promise: Promise<T>): Promise<T> {
     const timeoutMs = this.timeoutMs;
-    if (timeoutMs === undefined) return promise;
+    if (timeoutMs === false) return promise;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new StoreTimeoutError(`store did not answer within timeoutMs (${timeoutMs} ms)`)),
+        () => reject(new SluiceTimeoutError(`store did not answer within timeoutMs (${timeoutMs} ms)`)),
         timeoutMs,
       );
       promise.then(
@@ -300,7 +309,7 @@ export class RateLimiter {
 
   #failed(error: unknown, viaFallback: (fallback: BoundStore) => StoreResult): Decision {
     if (error instanceof SluiceConfigError || error instanceof SluiceInputError) throw error;
-    const reason: DecisionReason = error instanceof StoreTimeoutError ? "timeout" : "store-error";
+    const reason: DecisionReason = error instanceof SluiceTimeoutError ? "timeout" : "store-error";
     try {
       this.#onStoreFailure?.(error);
     } catch {

@@ -68,8 +68,10 @@ export interface StoreResult {
 
 /** A key namespace: a prefix and the policies every key in it is checked against. */
 export interface StoreNamespace {
-  /** Key prefix, e.g. `"sluice"` or `"sluice:pro"` for a tier. */
+  /** Key prefix, e.g. `"sluice"`. */
   readonly prefix: string;
+  /** The tier (plan) of a tiered guard, e.g. `"pro"`; `undefined` for a plain limiter. */
+  readonly tier?: string | undefined;
   /** The policies, in order. */
   readonly policies: readonly Policy[];
 }

@@ -1,0 +1,95 @@
+/**
+ * The one key schema every store uses: an injective encoding of (prefix, tier, key) into a single
+ * storage string, and of a policy into a field name. Two different (prefix, tier, key) triples never
+ * encode to the same string, whatever characters they contain, so no two limiters (or tiers) can
+ * share state by accident on any store.
+ *
+ * Encoding: each part is escaped (`%` → `%25`, `:` → `%3A`, `{` → `%7B`, `}` → `%7D`) and the three
+ * parts are joined with `:`. Since no escaped part contains `:`, the split is unambiguous; since no
+ * escaped part contains `{` or `}`, Redis can wrap the whole identifier in one `{…}` Cluster hash
+ * tag. A missing tier is the empty part (tier names are never empty).
+ *
+ * @module
+ */
+import { type Policy, type PolicyKind, validateName } from "./algorithms.js";
+import { SluiceInputError, describe } from "./errors.js";
+
+/** The longest key a limiter accepts, in UTF-16 code units (the same on every store). */
+export const MAX_KEY_LENGTH = 4096;
+
+/** The most policies one limiter (or one tier) may have: the same on every store. */
+export const MAX_POLICIES = 12;
+
+const SPECIAL = /[%:{}]/;
+const SPECIAL_ALL = /[%:{}]/g;
+const ESCAPES: Readonly<Record<string, string>> = { "%": "%25", ":": "%3A", "{": "%7B", "}": "%7D" };
+const escapeChar = (c: string): string => ESCAPES[c] as string;
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Escapes one part of a storage key (see the module comment). */
+export function encodeKeyPart(part: string): string {
+  return SPECIAL.test(part) ? part.replace(SPECIAL_ALL, escapeChar) : part;
+}
+
+/**
+ * The storage identifier of `key` in the namespace (`prefix`, `tier`): the same string on every
+ * store. Injective: different triples never give the same string.
+ *
+ * @example
+ * ```ts
+ * storageKey({ prefix: "app" }, "team:alice");      // "app::team%3Aalice"
+ * storageKey({ prefix: "app:team" }, "alice");      // "app%3Ateam::alice"
+ * storageKey({ prefix: "P", tier: "free" }, "bob"); // "P:free:bob"
+ * ```
+ */
+export function storageKey(namespace: { readonly prefix: string; readonly tier?: string | undefined }, key: string): string {
+  return `${encodeKeyPart(namespace.prefix)}:${namespace.tier === undefined ? "" : encodeKeyPart(namespace.tier)}:${encodeKeyPart(key)}`;
+}
+
+/** The namespace part of {@link storageKey} (everything before the key), with its trailing `:`. */
+export function namespaceKey(namespace: { readonly prefix: string; readonly tier?: string | undefined }): string {
+  return `${encodeKeyPart(namespace.prefix)}:${namespace.tier === undefined ? "" : encodeKeyPart(namespace.tier)}:`;
+}
+
+const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
+  fixedWindow: "fw",
+  slidingWindow: "sw",
+  slidingLog: "sl",
+  tokenBucket: "tb",
+  leakyBucket: "lb",
+};
+
+/**
+ * The field a policy's state is stored under, inside one identifier's record: its name and its
+ * algorithm (`"100-per-1m|sw"`), so a change of algorithm under the same name starts empty.
+ * Injective: names never end in `|` plus a kind code of their own making a clash, since the code is
+ * always the last three characters.
+ */
+export function policyField(policy: Pick<Policy, "name" | "kind">): string {
+  return `${policy.name}|${KIND_CODE[policy.kind]}`;
+}
+
+/**
+ * Throws {@link SluiceInputError} unless `key` is a non-empty, well-formed string (no lone
+ * surrogates: Redis, HTTP and the Durable Object all carry UTF-8, which cannot encode them) of at
+ * most {@link MAX_KEY_LENGTH} UTF-16 code units.
+ */
+export function assertKey(key: unknown): asserts key is string {
+  if (typeof key !== "string" || key.length === 0) {
+    throw new SluiceInputError(`key must be a non-empty string; got ${describe(key)}`);
+  }
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new SluiceInputError(`key must be at most ${MAX_KEY_LENGTH} characters; got ${key.length}`);
+  }
+  if (LONE_SURROGATE.test(key)) {
+    throw new SluiceInputError(
+      `key must be a well-formed string: it contains a lone surrogate (stores carry UTF-8, which cannot encode it); got ${JSON.stringify(key)}`,
+    );
+  }
+}
+
+/** Validates a tier name (the same rules as a policy name); `option` names it in the error. */
+export function validateTier(value: unknown, option: string): string {
+  return validateName(value, option);
+}
