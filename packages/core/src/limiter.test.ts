@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   type BoundStore,
+  DEFAULT_TIMEOUT_MS,
   MAX_DURATION_MS,
+  MAX_KEY_LENGTH,
+  MAX_POLICIES,
   MemoryStore,
   type Policy,
   RateLimiter,
@@ -10,6 +13,8 @@ import {
   SluiceConfigError,
   SluiceError,
   SluiceInputError,
+  SluiceStoreError,
+  SluiceTimeoutError,
   type Store,
   type StoreNamespace,
   type StoreResult,
@@ -270,14 +275,15 @@ describe("RateLimiter validation", () => {
     ["prefix too long", { limits: p, prefix: "p".repeat(129) }, /RateLimiter: prefix must be 1-128 /],
     ["onStoreError unknown", { limits: p, onStoreError: "fail-open" }, '[sluice] RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got "fail-open"'],
     ["onStoreError boolean", { limits: p, onStoreError: true }, /onStoreError must be .*; got true$/],
-    ["timeoutMs 0", { limits: p, timeoutMs: 0 }, "[sluice] RateLimiter: timeoutMs must be a positive integer of milliseconds, at most 2147483647; got 0"],
+    ["timeoutMs 0", { limits: p, timeoutMs: 0 }, "[sluice] RateLimiter: timeoutMs must be a positive integer of milliseconds, at most 2147483647, or false; got 0"],
+    ["timeoutMs true", { limits: p, timeoutMs: true }, /timeoutMs must be .*or false; got true$/],
     ["timeoutMs -1", { limits: p, timeoutMs: -1 }, /timeoutMs must be .*; got -1$/],
     ["timeoutMs 1.5", { limits: p, timeoutMs: 1.5 }, /timeoutMs must be .*; got 1\.5$/],
     ["timeoutMs \"100\"", { limits: p, timeoutMs: "100" }, /timeoutMs must be .*; got "100"$/],
     ["timeoutMs NaN", { limits: p, timeoutMs: Number.NaN }, /timeoutMs must be .*; got NaN$/],
     ["timeoutMs Infinity", { limits: p, timeoutMs: Number.POSITIVE_INFINITY }, /timeoutMs must be .*; got Infinity$/],
     // setTimeout fires at once above 2^31-1 ms: every store call would time out
-    ["timeoutMs 2^31", { limits: p, timeoutMs: 2 ** 31 }, /timeoutMs must be .*at most 2147483647; got 2147483648$/],
+    ["timeoutMs 2^31", { limits: p, timeoutMs: 2 ** 31 }, /timeoutMs must be .*at most 2147483647, or false; got 2147483648$/],
     ["store without bind", { limits: p, store: {} }, "[sluice] RateLimiter: store must implement bind(namespace); got an object"],
     ["onStoreFailure not a function", { limits: p, onStoreFailure: "log" }, '[sluice] RateLimiter: onStoreFailure must be a function; got "log"'],
   ];
@@ -291,7 +297,8 @@ describe("RateLimiter validation", () => {
     expect(Object.isFrozen(one.policies)).toBe(true);
     expect(one.prefix).toBe("sluice");
     expect(one.onStoreError).toBe("fallback");
-    expect(one.timeoutMs).toBeUndefined();
+    expect(one.timeoutMs).toBe(DEFAULT_TIMEOUT_MS);
+    expect(DEFAULT_TIMEOUT_MS).toBe(1000);
     expect(one.store).toBeInstanceOf(MemoryStore);
     const two = new RateLimiter({ limits: [p, tokenBucket({ capacity: 3, refillRate: 1 })], prefix: "api", timeoutMs: MAX_DURATION_MS, onStoreError: "deny" });
     expect(two.policies.map((x) => x.name)).toEqual(["5-per-1m", "3-burst-1-per-1s"]);
@@ -405,6 +412,70 @@ describe("input errors", () => {
       expect(memory.size).toBe(1);
     },
   );
+});
+
+describe("policy count and key shape, checked before any store call", () => {
+  const policies = (n: number) => Array.from({ length: n }, (_, i) => fixedWindow({ limit: 5, window: "1m", name: `p${i}` }));
+
+  it(`takes at most MAX_POLICIES (${MAX_POLICIES}) policies, refused at construction whatever the store`, () => {
+    expect(MAX_POLICIES).toBe(12);
+    const memory = new MemoryStore();
+    const { store, calls } = countingStore(memory);
+    let bound = 0;
+    const spy: Store = {
+      bind(namespace) {
+        bound++;
+        return store.bind(namespace);
+      },
+    };
+    expect(new RateLimiter({ store: spy, limits: policies(12) }).policies).toHaveLength(12);
+    for (const n of [13, 33]) {
+      expectConfigError(
+        () => new RateLimiter({ store: spy, limits: policies(n) }),
+        `[sluice] RateLimiter: limits takes at most 12 policies (the same on every store); got ${n}`,
+      );
+    }
+    expect(bound).toBe(1); // only the 12-policy limiter reached the store
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+  });
+
+  it.each([
+    ["a lone high surrogate", "\ud800"],
+    ["a lone low surrogate", "\udc00"],
+    ["a high surrogate before a letter", "a\ud800b"],
+    ["a reversed pair", "\udc00\ud800"],
+    ["a pair cut at the end", "user:\ud83d"],
+  ])("a key with %s is a SluiceInputError in limit, peek and reset; the store sees no call", async (_label, key) => {
+    const { store, calls } = countingStore(new MemoryStore({ clock: () => T0 }));
+    const limiter = new RateLimiter({ store, limits: fixedWindow({ limit: 2, window: "1m" }) });
+    for (const call of [() => limiter.limit(key), () => limiter.peek(key), () => limiter.reset(key)]) {
+      await expect(call()).rejects.toThrow(SluiceInputError);
+      await expect(call()).rejects.toThrow("key must be a well-formed string: it contains a lone surrogate");
+    }
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+  });
+
+  it('well-formed keys "\ufffd" and a surrogate pair are accepted, each with its own quota', async () => {
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 1, window: "1m" }) });
+    expect((await limiter.limit("\ufffd")).allowed).toBe(true);
+    expect((await limiter.limit("\ud83d\ude00")).allowed).toBe(true);
+    expect((await limiter.limit("\ufffd")).allowed).toBe(false);
+    expect((await limiter.limit("?")).allowed).toBe(true);
+  });
+
+  it(`a key longer than MAX_KEY_LENGTH (${MAX_KEY_LENGTH}) is a SluiceInputError before any store call; ${MAX_KEY_LENGTH} is fine`, async () => {
+    expect(MAX_KEY_LENGTH).toBe(4096);
+    const { store, calls } = countingStore(new MemoryStore({ clock: () => T0 }));
+    const limiter = new RateLimiter({ store, limits: fixedWindow({ limit: 2, window: "1m" }), onStoreError: "allow" });
+    const long = "k".repeat(5000);
+    for (const call of [() => limiter.limit(long), () => limiter.peek(long), () => limiter.reset(long)]) {
+      await expect(call()).rejects.toThrow(SluiceInputError);
+      await expect(call()).rejects.toThrow("[sluice] key must be at most 4096 characters; got 5000");
+    }
+    await expect(limiter.limit("k".repeat(4097))).rejects.toThrow(SluiceInputError);
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+    expect(await limiter.limit("k".repeat(4096))).toMatchObject({ allowed: true, reason: "ok" });
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -599,8 +670,70 @@ describe("onStoreError", () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(decision).toMatchObject({ ...expected, reason: "timeout" });
     expect(failures).toHaveLength(1);
+    expect(failures[0]).toBeInstanceOf(SluiceTimeoutError);
     expect(failures[0]).toBeInstanceOf(SluiceError);
-    expect(failures[0]).toMatchObject({ name: "StoreTimeoutError", message: "[sluice] store did not answer within timeoutMs (50 ms)" });
+    expect(failures[0]).toMatchObject({ name: "SluiceTimeoutError", message: "[sluice] store did not answer within timeoutMs (50 ms)" });
+  });
+
+  it("the default timeoutMs is 1000 ms for an asynchronous store: a hung call becomes a SluiceTimeoutError", async () => {
+    const { store, limiter, failures } = setup();
+    expect(limiter.timeoutMs).toBe(1000);
+    store.mode = "hang";
+    let decision: unknown;
+    void limiter.limit("k").then((d) => (decision = d));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(decision).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(decision).toMatchObject({ allowed: true, remaining: 1, reason: "timeout" }); // the fallback
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toBeInstanceOf(SluiceTimeoutError);
+    expect((failures[0] as Error).message).toBe("[sluice] store did not answer within timeoutMs (1000 ms)");
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("with the real clock: timeoutMs 50 over a hung store gives reason \"timeout\" and a SluiceTimeoutError", async () => {
+    vi.useRealTimers();
+    const { store, limiter, failures } = setup({ timeoutMs: 50, onStoreError: "deny" });
+    store.mode = "hang";
+    const started = Date.now();
+    const d = await limiter.limit("k");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(d).toMatchObject({ allowed: false, reason: "timeout" });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toBeInstanceOf(SluiceTimeoutError);
+  });
+
+  it("timeoutMs: false never times out and sets no timer", async () => {
+    const { store, limiter, failures } = setup({ timeoutMs: false });
+    expect(limiter.timeoutMs).toBe(false);
+    store.mode = "hang";
+    let decision: unknown;
+    void limiter.limit("k").then((d) => (decision = d));
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(decision).toBeUndefined();
+    expect(vi.getTimerCount()).toBe(0);
+    expect(failures).toEqual([]);
+    // a slow answer is used whenever it comes
+    store.mode = "late-resolve";
+    const late = limiter.limit("k");
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await late).toMatchObject({ allowed: true, reason: "ok", remaining: 1 });
+  });
+
+  it("a synchronous store is never wrapped in a timer", async () => {
+    const limiter = new RateLimiter({ store: new MemoryStore(), limits: limit2 });
+    expect(limiter.timeoutMs).toBe(1000);
+    const pending = limiter.limit("k");
+    expect(vi.getTimerCount()).toBe(0);
+    expect(await pending).toMatchObject({ reason: "ok" });
+  });
+
+  it("a SluiceStoreError from the store is a store failure, not an exception", async () => {
+    const { store, limiter, failures } = setup();
+    store.mode = "reject";
+    store.error = new SluiceStoreError("[sluice] [test] malformed reply");
+    expect(await limiter.limit("k")).toMatchObject({ allowed: true, reason: "store-error" });
+    expect(failures).toEqual([store.error]);
   });
 
   it("a store that answers within timeoutMs is used, and no timer is left behind", async () => {
