@@ -25,7 +25,7 @@ export {
 } from "./algorithms.js";
 export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
 export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
-export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
+export { MAX_KEY_LENGTH, MAX_POLICIES, storageKey, policyField, namespaceKey, encodeKeyPart } from "./keys.js";
 export {
   RateLimiter,
   toDecision,
