@@ -1,12 +1,7 @@
 import { defineConfig } from "tsup";
+import { sharedOptions } from "../../tsup.config.base.js";
 
 export default defineConfig({
+  ...sharedOptions,
   entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: "es2022",
-  platform: "neutral",
-  treeshake: true,
 });

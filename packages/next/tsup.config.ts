@@ -1,14 +1,9 @@
 import { defineConfig } from "tsup";
+import { sharedOptions } from "../../tsup.config.base.js";
 
 export default defineConfig({
+  ...sharedOptions,
   entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: "es2022",
-  platform: "neutral",
-  treeshake: true,
   // peer dependencies: resolved by the app's bundler, never inlined
   external: ["@sluice/core", "next", /^next\//],
 });

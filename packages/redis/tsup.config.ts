@@ -1,13 +1,9 @@
 import { defineConfig } from "tsup";
+import { sharedOptions } from "../../tsup.config.base.js";
 
 export default defineConfig({
+  ...sharedOptions,
   entry: ["src/index.ts", "src/testing.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: "es2022",
-  platform: "neutral",
-  treeshake: true,
+  // a peer dependency: the application's copy, never inlined
   external: ["@sluice/core"],
 });
