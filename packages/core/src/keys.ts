@@ -11,8 +11,9 @@
  *
  * @module
  */
-import { type Policy, type PolicyKind, validateName } from "./algorithms.js";
-import { SluiceInputError, describe } from "./errors.js";
+import { type Policy, type PolicyKind, isPolicy, validateName } from "./algorithms.js";
+import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
+import type { StoreNamespace } from "./types.js";
 
 /** The longest key a limiter accepts, in UTF-16 code units (the same on every store). */
 export const MAX_KEY_LENGTH = 4096;
@@ -92,4 +93,53 @@ export function assertKey(key: unknown): asserts key is string {
 /** Validates a tier name (the same rules as a policy name); `option` names it in the error. */
 export function validateTier(value: unknown, option: string): string {
   return validateName(value, option);
+}
+
+/**
+ * Validates a list of policies: 1 to {@link MAX_POLICIES} policies made by the factories, with
+ * distinct names. Throws {@link SluiceConfigError} naming `where` and `option` otherwise.
+ */
+export function validatePolicies(list: readonly unknown[], where: string, option: string): readonly Policy[] {
+  if (list.length === 0) throw new SluiceConfigError(`${where}: ${option} must name at least one policy; got an empty array`);
+  if (list.length > MAX_POLICIES) {
+    throw new SluiceConfigError(`${where}: ${option} takes at most ${MAX_POLICIES} policies (the same on every store); got ${list.length}`);
+  }
+  const names = new Set<string>();
+  for (const [i, policy] of list.entries()) {
+    if (!isPolicy(policy)) {
+      throw new SluiceConfigError(
+        `${where}: ${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket() or leakyBucket(); got ${describe(policy)}`,
+      );
+    }
+    if (names.has(policy.name)) {
+      throw new SluiceConfigError(`${where}: two ${option} are named ${describe(policy.name)}; give one a distinct name option`);
+    }
+    names.add(policy.name);
+  }
+  return list as readonly Policy[];
+}
+
+/**
+ * What every store's `bind()` checks, synchronously, so a store used without a `RateLimiter` refuses
+ * what a `RateLimiter` would: a valid prefix, a valid tier or none, and 1 to {@link MAX_POLICIES}
+ * valid policies with distinct names. Throws {@link SluiceConfigError}; `where` names the caller.
+ *
+ * @example
+ * ```ts
+ * bind(namespace: StoreNamespace): BoundStore {
+ *   assertNamespace(namespace, "[sluice] [my-store] MyStore.bind");
+ *   // ...
+ * }
+ * ```
+ */
+export function assertNamespace(namespace: StoreNamespace, where: string): void {
+  if (typeof namespace !== "object" || namespace === null) {
+    throw new SluiceConfigError(`${where}: the namespace must be an object { prefix, tier?, policies }; got ${describe(namespace)}`);
+  }
+  validateName(namespace.prefix, `${where}: prefix`);
+  if (namespace.tier !== undefined) validateTier(namespace.tier, `${where}: tier`);
+  if (!Array.isArray(namespace.policies)) {
+    throw new SluiceConfigError(`${where}: policies must be a list of policies; got ${describe(namespace.policies)}`);
+  }
+  validatePolicies(namespace.policies, where, "policies");
 }

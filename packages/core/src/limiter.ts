@@ -1,7 +1,7 @@
-import { type Policy, isPolicy, validateName } from "./algorithms.js";
+import { type Policy, validateName } from "./algorithms.js";
 import { MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceInputError, SluiceTimeoutError, describe } from "./errors.js";
-import { MAX_POLICIES, assertKey, validateTier } from "./keys.js";
+import { assertKey, validatePolicies, validateTier } from "./keys.js";
 import { MemoryStore } from "./memory-store.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
@@ -177,23 +177,8 @@ export class RateLimiter {
     if (typeof options !== "object" || options === null) {
       throw new SluiceConfigError(`RateLimiter needs an options object with limits; got ${describe(options)}`);
     }
-    const limits = Array.isArray(options.limits) ? options.limits : [options.limits];
-    if (limits.length === 0) throw new SluiceConfigError("RateLimiter: limits must name at least one policy; got an empty array");
-    if (limits.length > MAX_POLICIES) {
-      throw new SluiceConfigError(`RateLimiter: limits takes at most ${MAX_POLICIES} policies (the same on every store); got ${limits.length}`);
-    }
-    const names = new Set<string>();
-    for (const [i, policy] of limits.entries()) {
-      if (!isPolicy(policy)) {
-        throw new SluiceConfigError(
-          `RateLimiter: limits[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket() or leakyBucket(); got ${describe(policy)}`,
-        );
-      }
-      if (names.has(policy.name)) {
-        throw new SluiceConfigError(`RateLimiter: two limits are named ${describe(policy.name)}; give one a distinct name option`);
-      }
-      names.add(policy.name);
-    }
+    // 1 to MAX_POLICIES policies, the same limit on every store
+    const limits = validatePolicies(Array.isArray(options.limits) ? options.limits : [options.limits], "RateLimiter", "limits");
     const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "RateLimiter: prefix");
     const onStoreError = options.onStoreError ?? "fallback";
     if (onStoreError !== "fallback" && onStoreError !== "allow" && onStoreError !== "deny") {

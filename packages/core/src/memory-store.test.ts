@@ -1,8 +1,10 @@
+import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { fixedWindow, slidingLog, slidingWindow, tokenBucket } from "./algorithms.js";
+import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms.js";
 import { SluiceConfigError } from "./errors.js";
 import { RateLimiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
+import type { StoreResult } from "./types.js";
 
 const T0 = 1_767_225_600_000;
 
@@ -80,6 +82,22 @@ describe("MemoryStore", () => {
     expect((await log.peek("d")).remaining).toBe(2);
   });
 
+  it("a key moved inside its namespace's arrays (when another leaves) keeps its log, and shrunk arrays keep the rest", async () => {
+    const { clock, store } = setup(1000);
+    const log = new RateLimiter({ store, limits: slidingLog({ limit: 5, window: "1s" }), prefix: "log" });
+    for (let i = 0; i < 100; i++) await log.limit(`k${i}`, { cost: 1 + (i % 5) });
+    clock.now += 500;
+    for (let i = 0; i < 100; i += 10) await log.limit(`k${i}`); // one more entry, half a window later
+    // most keys leave: the last ones move into the freed slots, and the arrays shrink
+    for (let i = 0; i < 100; i++) if (i % 10 !== 0) await log.reset(`k${i}`);
+    expect(store.size).toBe(10);
+    for (let i = 0; i < 100; i += 10) expect((await log.peek(`k${i}`)).remaining).toBe(5 - 1 - (i % 5) - 1);
+    clock.now += 500; // the first entries have left the window: only the later one counts
+    for (let i = 0; i < 100; i += 10) expect((await log.peek(`k${i}`)).remaining).toBe(4);
+    clock.now += 500;
+    for (let i = 0; i < 100; i += 10) expect((await log.peek(`k${i}`)).remaining).toBe(5);
+  });
+
   it("grows past its initial capacity and keeps every key's state", async () => {
     const { store } = setup(5000);
     const limiter = new RateLimiter({
@@ -136,4 +154,180 @@ describe("MemoryStore", () => {
     expect(() => new MemoryStore({ maxKeys: 1.5 })).toThrow(/maxKeys.*1\.5/);
     expect(() => new MemoryStore({ clock: 5 as unknown as () => number })).toThrow(/clock/);
   });
+
+  it("keeps tiers of one prefix apart, even with identical policies", async () => {
+    const { store } = setup(10);
+    const limits = fixedWindow({ limit: 2, window: "1m" });
+    const free = new RateLimiter({ store, limits, prefix: "p", tier: "free" });
+    const pro = new RateLimiter({ store, limits, prefix: "p", tier: "pro" });
+    const plain = new RateLimiter({ store, limits, prefix: "p" });
+    await free.limit("bob", { cost: 2 });
+    expect((await pro.limit("bob")).remaining).toBe(1);
+    expect((await plain.limit("bob")).remaining).toBe(1);
+    expect((await plain.limit("free:bob")).remaining).toBe(1);
+    expect((await free.peek("bob")).remaining).toBe(0);
+  });
+
+  it("keeps maxKeys across namespaces, evicting the least recently used key of any namespace", async () => {
+    const { store } = setup(4);
+    const a = new RateLimiter({ store, limits: fixedWindow({ limit: 5, window: "1h" }), prefix: "a" });
+    const b = new RateLimiter({ store, limits: [slidingLog({ limit: 5, window: "1h" }), tokenBucket({ capacity: 5, refillRate: 1, interval: "1h" })], prefix: "b" });
+    await a.limit("1");
+    await b.limit("1");
+    await a.limit("2");
+    await b.limit("2", { cost: 2 });
+    await a.limit("1"); // a:1 most recent; b:1 now the least recently used
+    await a.limit("3");
+    expect(store.size).toBe(4);
+    expect((await b.peek("1")).policies.map((r) => r.remaining)).toEqual([5, 5]); // evicted
+    expect((await b.peek("2")).policies.map((r) => r.remaining)).toEqual([3, 3]);
+    expect((await a.peek("1")).remaining).toBe(3);
+    // every key of b evicted and taken again: its state moves around inside b's arrays and stays right
+    for (let i = 0; i < 20; i++) await b.limit(`x${i}`, { cost: 1 + (i % 4) });
+    expect(store.size).toBe(4);
+    for (let i = 16; i < 20; i++) expect((await b.peek(`x${i}`)).policies.map((r) => r.remaining)).toEqual([4 - (i % 4), 4 - (i % 4)]);
+  });
 });
+
+describe("MemoryStore against a model (LRU over every namespace, packed tables)", () => {
+  /** Namespaces of different widths, each with limit L in every policy; nothing expires within the test. */
+  const namespaces: { prefix: string; tier?: string; limit: number; policies: Policy[] }[] = [
+    { prefix: "a", limit: 4, policies: [fixedWindow({ limit: 4, window: "1d" })] },
+    { prefix: "a", tier: "log", limit: 5, policies: [slidingLog({ limit: 5, window: "1d" })] },
+    {
+      prefix: "b",
+      limit: 6,
+      policies: [
+        slidingWindow({ limit: 6, window: "1d" }),
+        tokenBucket({ capacity: 6, refillRate: 1, interval: "1d" }),
+        slidingLog({ limit: 6, window: "1d", name: "log" }),
+        leakyBucket({ rate: 1, period: "1d", burst: 6, name: "leaky" }),
+      ],
+    },
+  ];
+
+  it("decides, evicts and resets exactly like the model", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.array(
+          fc.record({
+            ns: fc.integer({ min: 0, max: namespaces.length - 1 }),
+            key: fc.integer({ min: 0, max: 9 }),
+            cost: fc.integer({ min: 1, max: 7 }),
+            op: fc.constantFrom("consume", "consume", "consume", "peek", "reset"),
+          }),
+          { maxLength: 200 },
+        ),
+        (maxKeys, steps) => {
+          const store = new MemoryStore({ maxKeys, clock: () => T0 });
+          const bound = namespaces.map((n) => store.bind({ prefix: n.prefix, tier: n.tier, policies: n.policies }));
+          const model = new Map<string, number>(); // "ns|key" → units used, in recency order (oldest first)
+          for (const { ns, key, cost, op } of steps) {
+            const id = `${ns}|${key}`;
+            const limit = namespaces[ns]!.limit;
+            const used = model.get(id) ?? 0;
+            if (op === "reset") {
+              bound[ns]!.reset(`k${key}`);
+              model.delete(id);
+            } else if (op === "peek") {
+              const result = bound[ns]!.peek(`k${key}`) as StoreResult;
+              for (const r of result.policies) expect(r.remaining).toBe(limit - used);
+            } else {
+              const result = bound[ns]!.consume(`k${key}`, cost) as StoreResult;
+              const allowed = used + cost <= limit;
+              for (const r of result.policies) expect([r.allowed, r.remaining]).toEqual([allowed, limit - used - (allowed ? cost : 0)]);
+              const known = model.has(id);
+              if (known || cost <= limit) {
+                // a new key takes a slot unless the cost can never pass; a known key becomes the most recent
+                model.delete(id);
+                if (!known && model.size >= maxKeys) model.delete(model.keys().next().value as string);
+                model.set(id, used + (allowed ? cost : 0));
+              }
+            }
+            expect(store.size).toBe(model.size);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Memory in proportion to keys, not to namespaces × keys
+// ---------------------------------------------------------------------------------------------
+
+/** A full garbage collection: V8's `gc()`, exposed at run time (the test process was not started with --expose-gc). */
+async function exposeGc(): Promise<() => void> {
+  const load = (name: string): Promise<Record<string, (...args: never[]) => unknown>> => import(/* @vite-ignore */ `node:${name}`);
+  const v8 = await load("v8");
+  const vm = await load("vm");
+  (v8.setFlagsFromString as (flags: string) => void)("--expose-gc");
+  return (vm.runInNewContext as (code: string) => () => void)("gc");
+}
+
+/** Live bytes: the JS heap plus ArrayBuffer backing stores (where typed arrays keep their data). */
+function liveBytes(): number {
+  const usage = (globalThis as unknown as { process: { memoryUsage(): { heapUsed: number; arrayBuffers: number } } }).process.memoryUsage();
+  return usage.heapUsed + usage.arrayBuffers;
+}
+
+describe("MemoryStore memory", () => {
+  const BIG = 190_000;
+  /** A three-limit tier: six numbers of state per key. */
+  const tier = (limit: number): Policy[] => [
+    slidingWindow({ limit, window: "1m" }),
+    fixedWindow({ limit: limit * 100, window: "1d" }),
+    tokenBucket({ capacity: limit, refillRate: 1 }),
+  ];
+
+  /** Bytes still held once `fill` has filled a fresh store and the garbage is collected. */
+  async function retained(fill: (store: MemoryStore) => void): Promise<number> {
+    const gc = await exposeGc();
+    const settle = () => {
+      for (let i = 0; i < 3; i++) gc();
+    };
+    settle();
+    const before = liveBytes();
+    let store: MemoryStore | undefined = new MemoryStore({ maxKeys: 250_000, clock: () => T0 });
+    fill(store);
+    settle();
+    const after = liveBytes();
+    expect(store.size).toBeGreaterThanOrEqual(BIG); // keeps the store alive until here
+    store = undefined;
+    return after - before;
+  }
+
+  const fillBig = (store: MemoryStore) => {
+    const bound = store.bind({ prefix: "api", tier: "t0", policies: tier(10) });
+    for (let i = 0; i < BIG; i++) bound.consume(`user:${i}`, 1);
+  };
+
+  it("8 namespaces (190k keys in one, 1 in each of seven others) stay within 1.5× of the single namespace", { timeout: 60_000 }, async () => {
+    const single = await retained(fillBig);
+    const eight = await retained((store) => {
+      fillBig(store);
+      // the seven small tiers come last: their keys get the highest slot numbers
+      for (let t = 1; t < 8; t++) store.bind({ prefix: "api", tier: `t${t}`, policies: tier(10 + t) }).consume("user:0", 1);
+    });
+    expect(single).toBeGreaterThan(BIG * 6 * 8); // at least the numbers themselves: the measurement sees the store
+    expect(eight / single).toBeLessThan(1.5);
+  });
+
+  it("a namespace whose keys were all evicted gives its arrays back", { timeout: 60_000 }, async () => {
+    const fill = (store: MemoryStore) => {
+      const bound = store.bind({ prefix: "api", tier: "t0", policies: tier(10) });
+      for (let i = 0; i < 250_000; i++) bound.consume(`user:${i}`, 1);
+    };
+    const alone = await retained(fill);
+    const churned = await retained((store) => {
+      const old = store.bind({ prefix: "api", tier: "old", policies: tier(99) });
+      for (let i = 0; i < 200_000; i++) old.consume(`old:${i}`, 1);
+      fill(store); // 250k keys at most: every key of the old tier is pushed out
+    });
+    // the old tier's 200k keys held ~10 MB of state: what is left of it is noise
+    expect(churned - alone).toBeLessThan(4 * 2 ** 20);
+  });
+});
+

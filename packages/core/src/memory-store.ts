@@ -1,6 +1,7 @@
-import { SluiceConfigError, describe } from "./errors.js";
 import type { Policy } from "./algorithms.js";
 import { type Layout, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll } from "./engine.js";
+import { SluiceConfigError, describe } from "./errors.js";
+import { assertNamespace, namespaceKey, policyField } from "./keys.js";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
@@ -18,101 +19,112 @@ export interface MemoryStoreOptions {
   clock?: () => number;
 }
 
-/** Storage shared by every namespace with the same prefix and policy names/kinds. */
-interface Table {
-  /** The layout of the first binding: used to tell whether a slot's state has expired. */
-  readonly layout: Layout;
-  readonly numStride: number;
-  readonly objStride: number;
-  readonly map: Map<string, number>;
-  num: Float64Array;
-  readonly obj: unknown[];
-}
-
 const NONE = -1;
 /** How many entries from the least-recently-used end are searched for an expired one before evicting the LRU. */
 const EVICTION_SCAN = 16;
+/** Global slots reserved at first use (bounded by `maxKeys`). */
 const INITIAL_CAPACITY = 1024;
+/** The fewest local slots a namespace's arrays keep (a namespace with one key costs this much). */
+const MIN_TABLE_CAPACITY = 8;
 
 /**
- * An in-process store: bounded, O(1) per decision, no timers. State sits in typed arrays indexed by
- * a slot number; a `Map` from the caller's key (never a prefixed copy) to its slot per namespace;
- * recency is an intrusive doubly linked list over slots, so a hit never re-inserts into the `Map`.
- * Expired entries are dropped lazily: an expired state reads as empty, and eviction prefers
- * expired entries.
- *
- * @example
- * ```ts
- * const store = new MemoryStore({ maxKeys: 50_000 });
- * const limiter = new RateLimiter({ store, limits: [slidingWindow({ limit: 100, window: "1m" })] });
- * ```
+ * The keys of one namespace (prefix, tier and policy fields) and their state. State sits in typed
+ * arrays indexed by a *local* slot number, packed without holes (`0 .. count-1`): removing a key
+ * moves the last one into its place, and the arrays grow and shrink by halves, so a namespace
+ * holds memory in proportion to its own keys, never to the store's.
  */
-export class MemoryStore implements Store {
-  readonly maxKeys: number;
-  readonly clock: () => number;
+class Table {
+  /** The caller's key (never a prefixed copy) → its global slot. */
+  readonly map = new Map<string, number>();
+  readonly numStride: number;
+  readonly objStride: number;
+  /** `numStride` numbers per local slot. */
+  num = new Float64Array(0);
+  /** `objStride` entries per local slot (a sliding log's entries). */
+  readonly obj: unknown[] = [];
+  /** The global slot of each local slot. */
+  globalOf = new Int32Array(0);
+  /** Local slots in use. */
+  count = 0;
+
+  /** `layout`: that of the first binding, used to tell whether a key's state has expired. */
+  constructor(readonly layout: Layout) {
+    this.numStride = layout.numStride;
+    this.objStride = layout.objStride;
+  }
+
+  /** Capacity in local slots. */
+  get capacity(): number {
+    return this.globalOf.length;
+  }
+
+  /** Reallocates the arrays to hold `capacity` local slots (at least `count`). */
+  resize(capacity: number): void {
+    const num = new Float64Array(capacity * this.numStride);
+    num.set(this.num.subarray(0, Math.min(this.num.length, num.length)));
+    this.num = num;
+    const globalOf = new Int32Array(capacity);
+    globalOf.set(this.globalOf.subarray(0, Math.min(this.globalOf.length, capacity)));
+    this.globalOf = globalOf;
+    if (this.obj.length > capacity * this.objStride) this.obj.length = capacity * this.objStride;
+  }
+
+  /** Forgets every key and releases the arrays. */
+  clear(): void {
+    this.map.clear();
+    this.num = new Float64Array(0);
+    this.globalOf = new Int32Array(0);
+    this.obj.length = 0;
+    this.count = 0;
+  }
+}
+
+/**
+ * The store's bookkeeping, kept out of its public surface: global slot numbers (one per key, across
+ * namespaces) with the recency list over them, each slot's namespace and local slot, and the
+ * namespaces' tables.
+ */
+class Slots {
   #capacity = 0;
-  #used = 0; // high-water mark of slot numbers handed out
-  #size = 0;
+  /** High-water mark of global slot numbers handed out. */
+  #used = 0;
+  size = 0;
   #keys: (string | undefined)[] = [];
   #tables: (Table | undefined)[] = [];
+  /** Global slot → the local slot of its key inside its table. */
+  local = new Int32Array(0);
   #prev = new Int32Array(0);
   #next = new Int32Array(0);
   #head = NONE; // most recently used
   #tail = NONE; // least recently used
   #free: number[] = [];
-  readonly #byId = new Map<string, Table>();
+  readonly byId = new Map<string, Table>();
 
-  constructor(options: MemoryStoreOptions = {}) {
-    if (typeof options !== "object" || options === null) {
-      throw new SluiceConfigError(`MemoryStore options must be an object; got ${describe(options)}`);
-    }
-    const { maxKeys = 100_000, clock = Date.now } = options;
-    if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 31 - 1) {
-      throw new SluiceConfigError(`MemoryStore: maxKeys must be a positive integer below 2^31; got ${describe(maxKeys)}`);
-    }
-    if (typeof clock !== "function") {
-      throw new SluiceConfigError(`MemoryStore: clock must be a function returning epoch milliseconds; got ${describe(clock)}`);
-    }
-    this.maxKeys = maxKeys;
-    this.clock = clock;
-  }
+  constructor(
+    readonly maxKeys: number,
+    readonly clock: () => number,
+  ) {}
 
-  /** Keys currently held, across namespaces. */
-  get size(): number {
-    return this.#size;
-  }
-
-  /** Forgets every key of every namespace. */
-  clear(): void {
-    for (const table of this.#byId.values()) {
-      table.map.clear();
-      table.obj.length = 0;
-    }
-    this.#keys = [];
-    this.#tables = [];
-    this.#free = [];
-    this.#used = 0;
-    this.#size = 0;
-    this.#head = this.#tail = NONE;
-  }
-
-  bind(namespace: StoreNamespace): BoundStore {
-    const layout = layoutOf(namespace.policies);
-    const id = `${namespace.prefix}\u0000${namespace.policies.map((p) => `${p.kind}:${p.name}`).join("\u0000")}`;
-    let table = this.#byId.get(id);
-    if (table === undefined) {
-      table = { layout, numStride: layout.numStride, objStride: layout.objStride, map: new Map(), num: new Float64Array(0), obj: [] };
-      this.#byId.set(id, table);
-    }
-    return new MemoryBinding(this, table, layout);
-  }
-
-  /** @internal the clock as integer microseconds. */
+  /** The clock as integer microseconds. */
   nowUs(): number {
     return Math.floor(this.clock() * 1000);
   }
 
-  /** @internal marks `slot` most recently used. */
+  clear(): void {
+    for (const table of this.byId.values()) table.clear();
+    this.#keys = [];
+    this.#tables = [];
+    this.#free = [];
+    this.#used = 0;
+    this.#capacity = 0;
+    this.local = new Int32Array(0);
+    this.#prev = new Int32Array(0);
+    this.#next = new Int32Array(0);
+    this.size = 0;
+    this.#head = this.#tail = NONE;
+  }
+
+  /** Marks global slot `slot` most recently used. */
   touch(slot: number): void {
     if (slot === this.#head) return;
     const prev = this.#prev;
@@ -130,24 +142,20 @@ export class MemoryStore implements Store {
     this.#head = slot;
   }
 
-  /** @internal takes a slot for `key` in `table` (evicting if full), with zeroed state. */
+  /** Takes a slot for `key` in `table` (evicting first if full), with zeroed state; returns its local slot. */
   allocate(table: Table, key: string, nowUs: number): number {
-    if (this.#size >= this.maxKeys) this.#evict(nowUs);
+    if (this.size >= this.maxKeys) this.#evict(nowUs);
     let slot = this.#free.pop();
     if (slot === undefined) {
       slot = this.#used++;
       if (slot >= this.#capacity) this.#grow(slot + 1);
     }
+    const local = table.count++;
+    if (local >= table.capacity) table.resize(Math.min(this.maxKeys, Math.max(MIN_TABLE_CAPACITY, table.capacity * 2)));
     const stride = table.numStride;
-    const end = (slot + 1) * stride;
-    if (end > table.num.length) {
-      const slots = Math.max(slot + 1, Math.min(this.#capacity, Math.max(INITIAL_CAPACITY, (table.num.length / stride) * 2)));
-      const bigger = new Float64Array(slots * stride);
-      bigger.set(table.num);
-      table.num = bigger;
-    } else {
-      table.num.fill(0, slot * stride, end);
-    }
+    table.num.fill(0, local * stride, (local + 1) * stride);
+    table.globalOf[local] = slot;
+    this.local[slot] = local;
     this.#keys[slot] = key;
     this.#tables[slot] = table;
     // link at the head
@@ -157,15 +165,30 @@ export class MemoryStore implements Store {
     else this.#tail = slot;
     this.#head = slot;
     table.map.set(key, slot);
-    this.#size++;
-    return slot;
+    this.size++;
+    return local;
   }
 
-  /** @internal forgets the key held in `slot`. */
+  /** Forgets the key held in global slot `slot`. */
   remove(slot: number): void {
     const table = this.#tables[slot] as Table;
     table.map.delete(this.#keys[slot] as string);
-    for (let i = slot * table.objStride, end = i + table.objStride; i < end; i++) table.obj[i] = undefined;
+    // keep the table packed: the last local slot moves into the freed one
+    const local = this.local[slot] as number;
+    const last = --table.count;
+    const { numStride, objStride, num, obj } = table;
+    if (local !== last) {
+      num.copyWithin(local * numStride, last * numStride, (last + 1) * numStride);
+      for (let i = 0; i < objStride; i++) obj[local * objStride + i] = obj[last * objStride + i];
+      const moved = table.globalOf[last] as number;
+      table.globalOf[local] = moved;
+      this.local[moved] = local;
+    }
+    for (let i = last * objStride, end = i + objStride; i < end; i++) obj[i] = undefined;
+    let capacity = table.capacity;
+    while (capacity > MIN_TABLE_CAPACITY && table.count < capacity / 4) capacity /= 2;
+    if (capacity < table.capacity) table.resize(Math.max(MIN_TABLE_CAPACITY, Math.ceil(capacity)));
+    // unlink from the recency list
     const p = this.#prev[slot] as number;
     const n = this.#next[slot] as number;
     if (p === NONE) this.#head = n;
@@ -175,7 +198,7 @@ export class MemoryStore implements Store {
     this.#keys[slot] = undefined;
     this.#tables[slot] = undefined;
     this.#free.push(slot);
-    this.#size--;
+    this.size--;
   }
 
   #evict(nowUs: number): void {
@@ -192,14 +215,15 @@ export class MemoryStore implements Store {
 
   #expired(slot: number, nowUs: number): boolean {
     const table = this.#tables[slot] as Table;
+    const local = this.local[slot] as number;
     const { policies, numOffsets, objOffsets } = table.layout;
     for (let i = 0; i < policies.length; i++) {
       const at = expiresAtUs(
-        policies[i]!,
+        policies[i] as Policy,
         table.num,
-        slot * table.numStride + numOffsets[i]!,
+        local * table.numStride + (numOffsets[i] as number),
         table.obj,
-        slot * table.objStride + objOffsets[i]!,
+        local * table.objStride + (objOffsets[i] as number),
       );
       if (at > nowUs) return false;
     }
@@ -210,60 +234,139 @@ export class MemoryStore implements Store {
     const capacity = Math.min(this.maxKeys, Math.max(min, INITIAL_CAPACITY, this.#capacity * 2));
     const prev = new Int32Array(capacity);
     const next = new Int32Array(capacity);
+    const local = new Int32Array(capacity);
     prev.set(this.#prev);
     next.set(this.#next);
+    local.set(this.local);
     this.#prev = prev;
     this.#next = next;
+    this.local = local;
     this.#capacity = capacity;
   }
 }
 
+/**
+ * An in-process store: bounded, O(1) per decision, no timers. Each key has a global slot number,
+ * and the recency list (an intrusive doubly linked list over slots, so a hit never re-inserts
+ * into a `Map`) spans every namespace; each namespace keeps its keys' state in its own typed
+ * arrays, packed by a local slot number, so memory follows the number of keys, however many
+ * namespaces (tiers, prefixes) share the store. A `Map` per namespace holds the caller's key
+ * (never a prefixed copy). Expired entries are dropped lazily: an expired state reads as empty,
+ * and eviction prefers expired entries.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore({ maxKeys: 50_000 });
+ * const limiter = new RateLimiter({ store, limits: [slidingWindow({ limit: 100, window: "1m" })] });
+ * ```
+ */
+export class MemoryStore implements Store {
+  readonly maxKeys: number;
+  readonly clock: () => number;
+  readonly #slots: Slots;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== "object" || options === null) {
+      throw new SluiceConfigError(`MemoryStore options must be an object; got ${describe(options)}`);
+    }
+    const { maxKeys = 100_000, clock = Date.now } = options;
+    if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 31 - 1) {
+      throw new SluiceConfigError(`MemoryStore: maxKeys must be a positive integer below 2^31; got ${describe(maxKeys)}`);
+    }
+    if (typeof clock !== "function") {
+      throw new SluiceConfigError(`MemoryStore: clock must be a function returning epoch milliseconds; got ${describe(clock)}`);
+    }
+    this.maxKeys = maxKeys;
+    this.clock = clock;
+    this.#slots = new Slots(maxKeys, clock);
+  }
+
+  /** Keys currently held, across namespaces. */
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  /** Forgets every key of every namespace. */
+  clear(): void {
+    this.#slots.clear();
+  }
+
+  /**
+   * Prepares a namespace. Namespaces with the same prefix, tier and policy names and algorithms
+   * share their keys' state; any other namespace has its own.
+   */
+  bind(namespace: StoreNamespace): BoundStore {
+    assertNamespace(namespace, "MemoryStore.bind");
+    const layout = layoutOf(namespace.policies);
+    const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map(policyField).join("\u0000")}`;
+    const slots = this.#slots;
+    let table = slots.byId.get(id);
+    if (table === undefined) {
+      table = new Table(layout);
+      slots.byId.set(id, table);
+    }
+    return new MemoryBinding(slots, table, layout);
+  }
+}
+
 class MemoryBinding implements BoundStore {
+  readonly #slots: Slots;
+  readonly #table: Table;
+  readonly #layout: Layout;
+  readonly #single: Policy | undefined;
   readonly #scratchNum: Float64Array;
   readonly #scratchObj: unknown[] = [];
-  constructor(
-    readonly store: MemoryStore,
-    readonly table: Table,
-    readonly layout: Layout,
-  ) {
+
+  constructor(slots: Slots, table: Table, layout: Layout) {
+    this.#slots = slots;
+    this.#table = table;
+    this.#layout = layout;
+    this.#single = layout.policies.length === 1 ? layout.policies[0] : undefined;
     this.#scratchNum = new Float64Array(layout.numStride);
   }
 
   consume(key: string, cost: number): StoreResult {
-    const store = this.store;
-    const table = this.table;
-    const nowUs = store.nowUs();
-    let slot = table.map.get(key);
+    const slots = this.#slots;
+    const table = this.#table;
+    const layout = this.#layout;
+    const nowUs = slots.nowUs();
+    const slot = table.map.get(key);
+    let local: number;
     if (slot === undefined) {
-      if (cost > this.layout.maxCost) {
-        // can never pass: evaluate against the empty state without taking a slot
-        return { now: Math.floor(nowUs / 1000), policies: consumeAll(this.layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs, cost) };
+      if (cost > layout.maxCost) {
+        // can never pass: evaluate against the empty state (the scratch arrays, never written) without taking a slot
+        return { now: Math.floor(nowUs / 1000), policies: consumeAll(layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs, cost) };
       }
-      slot = store.allocate(table, key, nowUs);
+      local = slots.allocate(table, key, nowUs);
     } else {
-      store.touch(slot);
+      slots.touch(slot);
+      local = slots.local[slot] as number;
     }
-    const layout = this.layout;
+    const single = this.#single;
     const policies =
-      layout.policies.length === 1
-        ? [evaluate(layout.policies[0] as Policy, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs, cost, true)]
-        : consumeAll(layout, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs, cost);
+      single !== undefined
+        ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true)]
+        : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost);
     return { now: Math.floor(nowUs / 1000), policies };
   }
 
   peek(key: string): StoreResult {
-    const nowUs = this.store.nowUs();
-    const table = this.table;
+    const slots = this.#slots;
+    const nowUs = slots.nowUs();
+    const table = this.#table;
     const slot = table.map.get(key);
-    const policies =
-      slot === undefined
-        ? peekAll(this.layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs)
-        : peekAll(this.layout, table.num, slot * table.numStride, table.obj, slot * table.objStride, nowUs);
+    let policies;
+    if (slot === undefined) {
+      policies = peekAll(this.#layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs);
+    } else {
+      const local = slots.local[slot] as number;
+      policies = peekAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs);
+    }
     return { now: Math.floor(nowUs / 1000), policies };
   }
 
   reset(key: string): void {
-    const slot = this.table.map.get(key);
-    if (slot !== undefined) this.store.remove(slot);
+    const slot = this.#table.map.get(key);
+    if (slot !== undefined) this.#slots.remove(slot);
   }
 }
