@@ -110,7 +110,7 @@ describe("createGuard with a limiter", () => {
     },
   );
 
-  it("onLimited: called only on denial with (decision, request); its response gets the headers it lacks", async () => {
+  it("onLimited: called only on denial with (request, decision); its response gets the headers it lacks", async () => {
     const onLimited = vi.fn(
       async () => new Response("slow down", { status: 503, headers: { "Retry-After": "99", "X-Custom": "yes" } }),
     );
@@ -120,7 +120,7 @@ describe("createGuard with a limiter", () => {
     const r = request();
     const { decision, response } = await guard(r);
     expect(onLimited).toHaveBeenCalledTimes(1);
-    expect(onLimited).toHaveBeenCalledWith(decision, r);
+    expect(onLimited).toHaveBeenCalledWith(r, decision);
     expect(response?.status).toBe(503);
     expect(await response?.text()).toBe("slow down");
     expect(Object.fromEntries(response?.headers ?? [])).toEqual({
@@ -171,7 +171,7 @@ describe("createGuard with a limiter", () => {
       onLimited: () => "nope" as unknown as Response,
     });
     await guard(request());
-    await expect(guard(request())).rejects.toThrow('[sluice] onLimited must return a Response; got "nope"');
+    await expect(guard(request())).rejects.toThrow('[sluice] createGuard: onLimited must return a Response; got "nope"');
   });
 
   it("headers: false writes no rate-limit headers; a denial still says Retry-After", async () => {
@@ -217,10 +217,17 @@ describe("createGuard configuration errors (at creation)", () => {
   const limiter = limiterOf(fixedWindow({ limit: 5, window: "1m" }));
   const free = fixedWindow({ limit: 5, window: "1m" });
   const cases: [string, unknown, string | RegExp][] = [
-    ["no options", undefined, "[sluice] createGuard needs an options object; got undefined"],
-    ["missing key", { limiter }, "[sluice] key must be a function; got undefined"],
-    ["key not a function", { limiter, key: "x-api-key" }, '[sluice] key must be a function; got "x-api-key"'],
-    ["cost 0", { limiter, key: byApiKey, cost: 0 }, "[sluice] cost must be a positive safe integer or a function; got 0"],
+    ["no options", undefined, "[sluice] createGuard needs an options object with limiter (or tiers) and key (or trust); got undefined"],
+    [
+      "missing key",
+      { limiter },
+      '[sluice] createGuard: key must be a function (request) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address; got key undefined. No header is trusted by default.',
+    ],
+    ["key not a function", { limiter, key: "x-api-key" }, /^\[sluice\] createGuard: key must be a function .*; got key "x-api-key"\./],
+    ["key and trust", { limiter, key: byApiKey, trust: "cloudflare" }, "[sluice] createGuard: give key or trust, not both (trust keys requests by client address)"],
+    ["bad trust", { limiter, trust: "x-forwarded-for" }, /^\[sluice\] createGuard: trust must be "cloudflare", "vercel" or a positive integer/],
+    ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /^\[sluice\] createGuard: ipv6Subnet applies only with trust/],
+    ["cost 0", { limiter, key: byApiKey, cost: 0 }, "[sluice] createGuard: cost must be a positive safe integer or a function; got 0"],
     ["cost -1", { limiter, key: byApiKey, cost: -1 }, /cost must be a positive safe integer or a function; got -1$/],
     ["cost 1.5", { limiter, key: byApiKey, cost: 1.5 }, /cost must be .*; got 1\.5$/],
     ["cost NaN", { limiter, key: byApiKey, cost: Number.NaN }, /cost must be .*; got NaN$/],
@@ -228,8 +235,8 @@ describe("createGuard configuration errors (at creation)", () => {
     ["bad header style", { limiter, key: byApiKey, headers: "draft-8" }, /headers must be "ietf", "draft-7", "draft-6", "legacy".*got "draft-8"$/],
     ["headers true", { limiter, key: byApiKey, headers: true }, /headers must be .*got true$/],
     ["ietf with draft-7", { limiter, key: byApiKey, headers: ["ietf", "draft-7"] }, /"ietf" and "draft-7" both write the RateLimit header/],
-    ["skip not a function", { limiter, key: byApiKey, skip: true }, "[sluice] skip must be a function; got true"],
-    ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, "[sluice] onLimited must be a function; got 429"],
+    ["skip not a function", { limiter, key: byApiKey, skip: true }, "[sluice] createGuard: skip must be a function; got true"],
+    ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, "[sluice] createGuard: onLimited must be a function; got 429"],
     ["neither limiter nor tiers", { key: byApiKey }, "[sluice] createGuard needs limiter (a RateLimiter) or tiers; got limiter undefined"],
     ["limiter not a RateLimiter", { limiter: { limit() {} }, key: byApiKey }, /needs limiter \(a RateLimiter\) or tiers; got limiter an object$/],
     ["limiter and tiers", { limiter, tiers: { free }, tier: () => "free", key: byApiKey }, "[sluice] createGuard takes either limiter or tiers, not both"],
@@ -263,10 +270,11 @@ describe("tiers", () => {
     expect((await free()).decision?.remaining).toBe(0);
     expect((await free()).response?.status).toBe(429);
     expect((await pro()).decision).toMatchObject({ allowed: true, remaining: 1 });
-    // tier t lives under the prefix `${prefix}:${t}` of the shared store
-    expect((await new RateLimiter({ store, prefix: "sluice:pro", limits: same }).peek("user-1")).remaining).toBe(1);
-    expect((await new RateLimiter({ store, prefix: "sluice:free", limits: same }).peek("user-1")).remaining).toBe(0);
+    // tier t lives in the namespace { prefix, tier: t } of the shared store, apart from a plain limiter's
+    expect((await new RateLimiter({ store, tier: "pro", limits: same }).peek("user-1")).remaining).toBe(1);
+    expect((await new RateLimiter({ store, tier: "free", limits: same }).peek("user-1")).remaining).toBe(0);
     expect((await new RateLimiter({ store, limits: same }).peek("user-1")).remaining).toBe(2);
+    expect((await new RateLimiter({ store, prefix: "sluice:free", limits: same }).peek("user-1")).remaining).toBe(2);
   });
 
   it("writes the headers of the request's tier", async () => {
@@ -420,21 +428,22 @@ describe("tiers", () => {
 
   const ok = fixedWindow({ limit: 10, window: "1h" });
   const tierCases: [string, Record<string, unknown>, string | RegExp][] = [
-    ["no tiers", { tiers: {} }, "[sluice] tiers must be an object of tier name → limits with at least one tier; got an object"],
+    ["no tiers", { tiers: {} }, "[sluice] createGuard: tiers must be an object of tier name → limits with at least one tier; got an object"],
     ["tiers as an array", { tiers: [ok] }, /tiers must be an object .*; got an array$/],
     ["tiers as a string", { tiers: "free" }, /tiers must be an object .*; got "free"$/],
-    ["an empty tier", { tiers: { free: [] } }, "[sluice] tiers.free must be a policy or a non-empty list of policies; got an array"],
+    ["an empty tier", { tiers: { free: [] } }, "[sluice] createGuard: tiers.free must be a policy or a non-empty list of policies; got an array"],
     ["a tier that is not a policy", { tiers: { free: ok, pro: "x" } }, /tiers\.pro must be a policy or a non-empty list of policies; got "x"$/],
     ["a list with a non-policy", { tiers: { free: [ok, { limit: 5 }] } }, /tiers\.free must be a policy/],
     ["a bad tier name", { tiers: { "free plan": ok } }, /tiers: tier name must be 1-128 visible ASCII characters .*got "free plan"$/],
-    ["duplicate names in a tier", { tiers: { pro: [ok, fixedWindow({ limit: 10, window: "1h" })] } }, '[sluice] tiers.pro: two limits are named "10-per-1h"; give one a distinct name option'],
-    ["no tier function", { tier: undefined }, "[sluice] tier must be a function; got undefined"],
-    ["tier not a function", { tier: "free" }, '[sluice] tier must be a function; got "free"'],
-    ["negative tierCacheTtlMs", { tierCacheTtlMs: -1 }, "[sluice] tierCacheTtlMs must be a non-negative integer of milliseconds; got -1"],
+    ["duplicate names in a tier", { tiers: { pro: [ok, fixedWindow({ limit: 10, window: "1h" })] } }, '[sluice] createGuard: tiers.pro: two limits are named "10-per-1h"; give one a distinct name option'],
+    ["no tier function", { tier: undefined }, "[sluice] createGuard: tier must be a function; got undefined"],
+    ["tier not a function", { tier: "free" }, '[sluice] createGuard: tier must be a function; got "free"'],
+    ["negative tierCacheTtlMs", { tierCacheTtlMs: -1 }, "[sluice] createGuard: tierCacheTtlMs must be a non-negative integer of milliseconds; got -1"],
     ["fractional tierCacheTtlMs", { tierCacheTtlMs: 1.5 }, /tierCacheTtlMs must be .*; got 1\.5$/],
     ["string tierCacheTtlMs", { tierCacheTtlMs: "5m" }, /tierCacheTtlMs must be .*; got "5m"$/],
-    ["zero tierCacheMaxKeys", { tierCacheMaxKeys: 0 }, "[sluice] tierCacheMaxKeys must be a positive integer; got 0"],
-    ["bad prefix", { prefix: "my api" }, /^\[sluice\] prefix must be 1-128 visible ASCII characters .*got "my api"$/],
+    ["zero tierCacheMaxKeys", { tierCacheMaxKeys: 0 }, "[sluice] createGuard: tierCacheMaxKeys must be a positive integer; got 0"],
+    ["bad prefix", { prefix: "my api" }, /^\[sluice\] createGuard: prefix must be 1-128 visible ASCII characters .*got "my api"$/],
+    ["a store without bind", { store: {} }, "[sluice] createGuard: store must be a Store (an object with bind(namespace)); got an object"],
     ["bad onStoreError", { onStoreError: "maybe" }, /RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got "maybe"$/],
     ["bad timeoutMs", { timeoutMs: 0 }, /RateLimiter: timeoutMs must be a positive integer of milliseconds.*; got 0$/],
   ];

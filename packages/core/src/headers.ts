@@ -43,6 +43,11 @@ export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
   return Object.freeze([...new Set(list as HeaderStyle[])]);
 }
 
+/** Where {@link setRateLimitHeaders} writes: a `Headers`, or anything with the same `set`. */
+export interface HeaderSink {
+  set(name: string, value: string): void;
+}
+
 /** Seconds from `decision.now` to `at`, rounded up, never negative. */
 function secondsUntil(at: number, now: number): number {
   return Math.max(0, Math.ceil((at - now) / 1000));
@@ -65,7 +70,7 @@ export function ietfPolicyHeader(policies: readonly Policy[]): string {
  * ```
  */
 export function setRateLimitHeaders(
-  headers: Headers,
+  headers: HeaderSink,
   decision: Decision,
   styles: readonly HeaderStyle[],
   policies: readonly Policy[],

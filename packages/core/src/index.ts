@@ -66,16 +66,20 @@ export {
   type QuotaExceededProblem,
 } from "./response.js";
 export { clientIp, normalizeIp, validateClientIpOptions, UNKNOWN_CLIENT_KEY, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
+export { createGuard, type Guard, type GuardOptions, type GuardResult } from "./guard.js";
 export {
-  createGuard,
-  type Guard,
-  type GuardOptions,
-  type GuardCommonOptions,
-  type LimiterGuardOptions,
-  type TieredGuardOptions,
+  createPipeline,
+  describeValue,
+  type Pipeline,
+  type PipelineOptions,
+  type PipelineCommonOptions,
+  type PipelineLimiterOptions,
+  type PipelineTieredOptions,
   type TierSettings,
-  type GuardResult,
-} from "./guard.js";
+  type Platform,
+  type Outcome,
+  type HeaderList,
+} from "./pipeline.js";
 export type {
   Decision,
   DecisionReason,

@@ -52,7 +52,7 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
  * if (!decision.allowed) return limitedResponse(decision, headers);
  * ```
  */
-export function limitedResponse(decision: Decision, headers: Headers): Response {
+export function limitedResponse(decision: Decision, headers: HeadersInit): Response {
   const responseHeaders = new Headers(headers);
   responseHeaders.set("Content-Type", "application/problem+json");
   return new Response(JSON.stringify(quotaExceededProblem(decision)), { status: 429, headers: responseHeaders });
@@ -69,7 +69,7 @@ export function limitedResponse(decision: Decision, headers: Headers): Response 
  * return addRateLimitHeaders(await handler(request), headers);
  * ```
  */
-export function addRateLimitHeaders(response: Response, headers: Headers): Response {
+export function addRateLimitHeaders(response: Response, headers: Headers | readonly (readonly [string, string])[]): Response {
   if (response.type === "error" || response.status === 0) return response;
   const missing = [...headers].filter(([name]) => !response.headers.has(name));
   if (missing.length === 0) return response;

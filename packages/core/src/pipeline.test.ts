@@ -1,0 +1,232 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  type Decision,
+  type LimitOptions,
+  MemoryStore,
+  type PipelineOptions,
+  type Platform,
+  RateLimiter,
+  SluiceConfigError,
+  createPipeline,
+  fixedWindow,
+  leakyBucket,
+} from "./index.js";
+
+/** 42 s into a minute: the current 1-minute window ends 18 s later. */
+const T0 = 1_700_000_022_000;
+
+/** A framework whose handlers get `(request, env, ctx)`, like a module Worker. */
+interface Env {
+  plan: string;
+}
+interface Ctx {
+  waited: Promise<unknown>[];
+}
+type Args = [request: Request, env: Env, ctx: Ctx];
+
+const platform: Platform<Args> = {
+  where: "frame",
+  params: "request, env, ctx",
+  request: (request) => request,
+  waitUntil: (_request, _env, ctx) => (promise) => ctx.waited.push(promise),
+};
+
+function limiterOf(limit: number) {
+  return new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit, window: "1m" }) });
+}
+
+function args(headers: Record<string, string> = {}): Args {
+  return [new Request("https://api.test/items", { headers }), { plan: "pro" }, { waited: [] }];
+}
+
+/** A limiter whose decisions carry background work, as analytics would. */
+class PendingLimiter extends RateLimiter {
+  readonly pendings: Promise<void>[] = [];
+  finished = 0;
+  override async limit(key: string, options?: LimitOptions): Promise<Decision> {
+    const decision = await super.limit(key, options);
+    const pending = new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => {
+      this.finished++;
+    });
+    this.pendings.push(pending);
+    return { ...decision, pending };
+  }
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("the callback convention: the framework's arguments first, then key, then decision", () => {
+  it("key, skip and cost get the framework's arguments; onLimited gets them and then the decision", async () => {
+    const calls: [string, unknown[]][] = [];
+    const record =
+      <T>(name: string, value: T) =>
+      (...received: unknown[]) => {
+        calls.push([name, received]);
+        return value;
+      };
+    const pipeline = createPipeline<Args>(
+      {
+        limiter: limiterOf(1),
+        key: record("key", "k"),
+        skip: record("skip", false),
+        cost: record("cost", 1),
+        onLimited: record("onLimited", new Response("no", { status: 429 })),
+      },
+      platform,
+    );
+    const first = args();
+    await pipeline.check(...first);
+    expect(calls).toEqual([
+      ["skip", first],
+      ["key", first],
+      ["cost", first],
+    ]);
+    calls.length = 0;
+    const second = args();
+    const { decision } = await pipeline.check(...second);
+    expect(calls.map(([name]) => name)).toEqual(["skip", "key", "cost", "onLimited"]);
+    expect(calls[3]?.[1]).toEqual([...second, decision]);
+    expect(calls[3]?.[1][3]).toBe(decision);
+  });
+
+  it("tier gets the framework's arguments, then the key", async () => {
+    const tier = vi.fn((_request: Request, env: Env, _ctx: Ctx, _key: string) => env.plan);
+    const pipeline = createPipeline<Args>(
+      { tiers: { free: fixedWindow({ limit: 1, window: "1m" }), pro: fixedWindow({ limit: 5, window: "1m" }) }, tier, key: () => "user-1" },
+      platform,
+    );
+    const call = args();
+    const outcome = await pipeline.check(...call);
+    expect(tier).toHaveBeenCalledWith(...call, "user-1");
+    expect(outcome.key).toBe("user-1");
+    expect(outcome.limiter?.tier).toBe("pro");
+    expect(outcome.decision?.limit).toBe(5);
+  });
+});
+
+describe("check", () => {
+  it("hands decision.pending to the platform's waitUntil without waiting for it, allowed or denied", async () => {
+    const limiter = new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 1, window: "1m" }) });
+    const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, platform);
+    const allowed = args();
+    const denied = args();
+    const outcomes = [await pipeline.check(...allowed), await pipeline.check(...denied)];
+    expect(outcomes.map((o) => o.decision?.allowed)).toEqual([true, false]);
+    expect(allowed[2].waited).toEqual([limiter.pendings[0]]);
+    expect(denied[2].waited).toEqual([limiter.pendings[1]]);
+    expect(limiter.finished).toBe(0); // handed off, not awaited
+    await Promise.all(limiter.pendings);
+    expect(limiter.finished).toBe(2);
+  });
+
+  it("without a waitUntil for the request, decision.pending is awaited before check resolves", async () => {
+    const limiter = new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 1, window: "1m" }) });
+    const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, { ...platform, waitUntil: () => undefined });
+    await pipeline.check(...args());
+    expect(limiter.finished).toBe(1);
+    const noHook = createPipeline<Args>({ limiter, key: () => "k2" }, { where: "frame", request: (request) => request });
+    await noHook.check(...args());
+    expect(limiter.finished).toBe(2);
+  });
+
+  it("trust reads the address from the platform's request; without one the key is \"unknown\"", async () => {
+    const limiter = limiterOf(5);
+    const pipeline = createPipeline<Args>({ limiter, trust: "cloudflare" }, platform);
+    expect((await pipeline.check(...args({ "cf-connecting-ip": "2001:db8::1" }))).key).toBe("2001:db8::/64");
+    expect((await pipeline.check(...args({ "x-forwarded-for": "203.0.113.9" }))).key).toBe("unknown");
+  });
+
+  it("headers as [name, value] pairs; the 429 carries them; skip gives none", async () => {
+    const pipeline = createPipeline<Args>(
+      { limiter: limiterOf(1), key: () => "k", headers: "draft-6", skip: (request) => request.headers.has("x-skip") },
+      platform,
+    );
+    expect((await pipeline.check(...args())).headers).toEqual([
+      ["RateLimit-Limit", "1"],
+      ["RateLimit-Remaining", "0"],
+      ["RateLimit-Reset", "18"],
+    ]);
+    const denied = await pipeline.check(...args());
+    expect(denied.headers).toEqual([
+      ["RateLimit-Limit", "1"],
+      ["RateLimit-Remaining", "0"],
+      ["RateLimit-Reset", "18"],
+      ["Retry-After", "18"],
+    ]);
+    expect(denied.response?.status).toBe(429);
+    expect(denied.response?.headers.get("retry-after")).toBe("18");
+    expect(await pipeline.check(...args({ "x-skip": "1" }))).toEqual({
+      decision: undefined,
+      key: undefined,
+      limiter: undefined,
+      headers: [],
+      response: undefined,
+    });
+  });
+});
+
+describe("handle", () => {
+  it("calls next with the decision and merges the headers: the handler's own win; denied: the 429, next not called", async () => {
+    const pipeline = createPipeline<Args>({ limiter: limiterOf(2), key: () => "k", headers: "legacy" }, platform);
+    const next = vi.fn(async (decision: Decision | undefined) =>
+      new Response(`left ${decision?.remaining}`, { headers: { "X-RateLimit-Limit": "mine" } }),
+    );
+    const ok = await pipeline.handle(args(), next);
+    expect(await ok.text()).toBe("left 1");
+    expect(Object.fromEntries(ok.headers)).toEqual({
+      "content-type": "text/plain;charset=UTF-8",
+      "x-ratelimit-limit": "mine",
+      "x-ratelimit-remaining": "1",
+      "x-ratelimit-reset": "1700000040",
+    });
+    await pipeline.handle(args(), next);
+    const denied = await pipeline.handle(args(), next);
+    expect(denied.status).toBe(429);
+    expect(next).toHaveBeenCalledTimes(2);
+  });
+
+  it("waits delayMs before calling next", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout"] });
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: leakyBucket({ rate: 10, period: "1s", burst: 1, queue: 1 }) });
+    const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, platform);
+    const next = vi.fn(async () => new Response("ok"));
+    await pipeline.handle(args(), next);
+    const second = pipeline.handle(args(), next);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(next).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(next).toHaveBeenCalledTimes(2);
+    expect((await second).headers.get("x-ratelimit-remaining")).toBe("0");
+  });
+
+  it("finish copies a response with immutable headers, leaves Response.error() alone and refuses a non-response", async () => {
+    const pipeline = createPipeline<Args>({ limiter: limiterOf(5), key: () => "k", headers: "draft-6" }, platform);
+    const redirect = Response.redirect("https://api.test/elsewhere", 302);
+    const copied = await pipeline.handle(args(), () => redirect);
+    expect(copied).not.toBe(redirect);
+    expect([copied.status, copied.headers.get("location"), copied.headers.get("ratelimit-remaining")]).toEqual([302, "https://api.test/elsewhere", "4"]);
+    const error = Response.error();
+    expect(await pipeline.handle(args(), () => error)).toBe(error);
+    await expect(pipeline.handle(args(), () => "ok" as unknown as Response)).rejects.toThrow(
+      new TypeError('[sluice] frame: the handler must return a Response; got "ok"'),
+    );
+  });
+});
+
+describe("configuration errors name the option, prefixed with the adapter's name", () => {
+  const limiter = limiterOf(1);
+  const cases: [string, unknown, string | RegExp][] = [
+    ["key", { limiter }, /^\[sluice\] frame: key must be a function \(request, env, ctx\) => string, or give trust/],
+    ["headers", { limiter, key: () => "k", headers: "draft-8" }, /^\[sluice\] frame: headers must be "ietf", "draft-7", "draft-6", "legacy"/],
+    ["limiter", { limiter: {}, key: () => "k" }, "[sluice] frame needs limiter (a RateLimiter) or tiers; got limiter an object"],
+    ["tier prefix", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", prefix: "" }, /^\[sluice\] frame: prefix must be/],
+    ["tier timeoutMs", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", timeoutMs: -5 }, /^\[sluice\] frame: RateLimiter: timeoutMs must be/],
+  ];
+  it.each(cases)("%s", (_name, options, message) => {
+    const make = () => createPipeline<Args>(options as PipelineOptions<Args>, platform);
+    expect(make).toThrow(SluiceConfigError);
+    expect(make).toThrow(message);
+  });
+});

@@ -1,0 +1,420 @@
+/**
+ * The request pipeline, written once for every adapter: key the request (`key`, or the client
+ * address with `trust`), `skip` it or not, find its tier (cached), price it (`cost`), decide, hand
+ * the decision's background work to the platform's `waitUntil`, build the 429 (or `onLimited`'s
+ * response), wait `delayMs` when a shaping policy asks for it, and merge the rate-limit headers
+ * into the handler's response. Every option is validated here, once.
+ *
+ * An adapter describes its framework's arguments (a {@link Platform}) and calls
+ * {@link Pipeline.handle}, or {@link Pipeline.check} and {@link Pipeline.finish} around its own
+ * `next()`. One callback convention everywhere: the framework's own arguments first, in its own
+ * order, then what Sluice adds (`key`, then `decision`).
+ *
+ * @module
+ */
+import { type Policy, isPolicy, validateName } from "./algorithms.js";
+import { type ClientIpTrust, UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptions } from "./client-ip.js";
+import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
+import { type HeaderStyle, type HeadersOption, ietfPolicyHeader, resolveHeaderStyles, setRateLimitHeaders } from "./headers.js";
+import { assertKey } from "./keys.js";
+import { type LimitOptions, RateLimiter, type StoreErrorMode } from "./limiter.js";
+import { MemoryStore } from "./memory-store.js";
+import { addRateLimitHeaders, limitedResponse } from "./response.js";
+import type { Decision, MaybePromise, Store } from "./types.js";
+
+/**
+ * Options every adapter takes. `Args` are the framework's arguments, in its order: `[request]` for
+ * `createGuard`, `[c]` in Hono, `[request, env, ctx]` in a Worker.
+ */
+export interface PipelineCommonOptions<Args extends unknown[]> {
+  /**
+   * The rate-limit key of a request (an API key, a user id, a session), from the framework's
+   * arguments. Must return a non-empty, well-formed string. Give exactly one of `key` and `trust`.
+   */
+  key?: (...args: Args) => MaybePromise<string>;
+  /**
+   * Key requests by client address, read with `clientIp(request, { trust })`: `"cloudflare"`
+   * believes `CF-Connecting-IP`, `"vercel"` believes `x-vercel-forwarded-for` (else `x-real-ip`), a
+   * number N believes the N-th address from the right of `X-Forwarded-For` (N trusted proxies in
+   * front of the app). No header is believed without it. A request whose address cannot be
+   * established is keyed {@link UNKNOWN_CLIENT_KEY} (`"unknown"`): such requests share one quota,
+   * so a misconfigured proxy shows up as everyone being limited together, not as nobody being
+   * limited. Give exactly one of `key` and `trust`.
+   */
+  trust?: ClientIpTrust;
+  /**
+   * With `trust`: IPv6 clients are keyed by this prefix length.
+   * @default 64
+   */
+  ipv6Subnet?: number;
+  /**
+   * Units a request consumes: a positive safe integer, or a function of the framework's arguments.
+   * @default 1
+   */
+  cost?: number | ((...args: Args) => MaybePromise<number>);
+  /** Requests for which this returns `true` are not limited: no decision, no headers, nothing consumed. */
+  skip?: (...args: Args) => MaybePromise<boolean>;
+  /**
+   * Header styles: `"ietf"`, `"draft-7"`, `"draft-6"`, `"legacy"`, a list of them, or `false`.
+   * @default ["ietf", "legacy"]
+   */
+  headers?: HeadersOption;
+  /**
+   * Builds the response for a denied request instead of the default RFC 9457 429: the framework's
+   * arguments, then the decision. The rate-limit headers (and `Retry-After`) are added to it unless
+   * it already has them.
+   */
+  onLimited?: (...args: [...Args, decision: Decision]) => MaybePromise<Response>;
+}
+
+/** Over one limiter. */
+export interface PipelineLimiterOptions<Args extends unknown[]> extends PipelineCommonOptions<Args> {
+  /** The limiter: its policies, store and prefix. */
+  limiter: RateLimiter;
+}
+
+/** The settings of a tiered pipeline that do not depend on the framework. */
+export interface TierSettings {
+  /** Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`. */
+  tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
+  /**
+   * How long a key's tier is cached, in ms; 0 disables the cache.
+   * @default 300_000
+   */
+  tierCacheTtlMs?: number;
+  /**
+   * The most keys whose tier is cached.
+   * @default 10_000
+   */
+  tierCacheMaxKeys?: number;
+  /**
+   * Where every tier's state lives.
+   * @default new MemoryStore()
+   */
+  store?: Store;
+  /**
+   * The key namespace; each tier keeps its counters apart under it (`{ prefix, tier }`).
+   * @default "sluice"
+   */
+  prefix?: string;
+  /**
+   * On a store failure: `"fallback"`, `"allow"` or `"deny"` (see `RateLimiter`).
+   * @default "fallback"
+   */
+  onStoreError?: StoreErrorMode;
+  /**
+   * Milliseconds a store call may take before it counts as a failure; `false` for no timeout.
+   * @default 1000
+   */
+  timeoutMs?: number | false;
+  /** Called with the error whenever a store call fails or times out. */
+  onStoreFailure?: (error: unknown) => void;
+}
+
+/** With plans: each tier its own limits and its own key namespace. */
+export interface PipelineTieredOptions<Args extends unknown[]> extends PipelineCommonOptions<Args>, TierSettings {
+  /**
+   * The tier of a request (a database lookup, say): the framework's arguments, then the key. Its
+   * answers are cached per key for `tierCacheTtlMs`. A name that is not in `tiers` is a
+   * `SluiceConfigError` at the request that names it.
+   */
+  tier: (...args: [...Args, key: string]) => MaybePromise<string>;
+}
+
+/** Options of {@link createPipeline}: `limiter`, or `tiers` + `tier`; and `key`, or `trust`. */
+export type PipelineOptions<Args extends unknown[]> = PipelineLimiterOptions<Args> | PipelineTieredOptions<Args>;
+
+/** What an adapter tells the pipeline about its framework. */
+export interface Platform<Args extends unknown[]> {
+  /** The adapter's entry point, e.g. `"rateLimiter"`: configuration errors start with it. */
+  where: string;
+  /**
+   * The framework's arguments as messages should write them, e.g. `"c"` or `"request, env, ctx"`.
+   * @default "request"
+   */
+  params?: string;
+  /** The Fetch `Request` among the framework's arguments (read by `trust`). */
+  request(...args: Args): Request;
+  /**
+   * Where the decision's background work (`decision.pending`) goes for this request: the
+   * platform's `waitUntil`, or `undefined` to await it before answering (so it is never lost).
+   * Without this hook it is awaited.
+   */
+  waitUntil?(...args: Args): ((promise: Promise<unknown>) => void) | undefined;
+}
+
+/** Rate-limit headers as `[name, value]` pairs, in the order they were written. */
+export type HeaderList = [name: string, value: string][];
+
+/** What {@link Pipeline.check} found for one request. */
+export interface Outcome {
+  /** The decision; `undefined` when `skip` said so. */
+  decision: Decision | undefined;
+  /** The request's rate-limit key; `undefined` when skipped. */
+  key: string | undefined;
+  /** The limiter that decided (the tier's, with `tiers`); `undefined` when skipped. */
+  limiter: RateLimiter | undefined;
+  /** The rate-limit headers for the response (empty when skipped). */
+  headers: HeaderList;
+  /** The response to send instead of calling the handler: the 429, or `onLimited`'s. `undefined` when allowed. */
+  response: Response | undefined;
+}
+
+/** The request flow of one adapter. Its methods need no `this`. */
+export interface Pipeline<Args extends unknown[]> {
+  /** Skip, key, tier, cost, decision, `pending` to `waitUntil`, headers and the 429. */
+  check(...args: Args): Promise<Outcome>;
+  /** Waits the decision's `delayMs` (a shaping `leakyBucket` asks requests to wait before being served). */
+  delay(outcome: Outcome): Promise<void>;
+  /**
+   * The handler's response with the rate-limit headers: headers it already has win; a response
+   * with immutable headers (`Response.redirect()`, a `fetch()` response) is copied; a network
+   * error (`Response.error()`) is returned as it is. Anything but a response is a `TypeError`.
+   */
+  finish(outcome: Outcome, response: Response): Response;
+  /** `check`, then the 429 or (after `delay`) `next(decision)`, then `finish`: a whole fetch-style request. */
+  handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response>;
+}
+
+interface Target {
+  limiter: RateLimiter;
+  ietfPolicy: string;
+}
+
+function targetOf(limiter: RateLimiter): Target {
+  return { limiter, ietfPolicy: ietfPolicyHeader(limiter.policies) };
+}
+
+function requireFunction(value: unknown, option: string, optional: boolean): void {
+  if (value === undefined && optional) return;
+  if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
+}
+
+function isResponse(value: unknown): value is Response {
+  return typeof value === "object" && value !== null && typeof (value as Partial<Response>).status === "number";
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const NO_DELAY: Promise<void> = Promise.resolve();
+
+/** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
+export const describeValue: (value: unknown) => string = describe;
+
+/**
+ * Builds an adapter's request pipeline. Every option is validated now, synchronously:
+ * misconfiguration throws `SluiceConfigError` naming the option, prefixed with `platform.where`.
+ *
+ * @example A framework whose handlers get `(request, env, ctx)`
+ * ```ts
+ * const pipeline = createPipeline<[request: Request, env: Env, ctx: ExecutionContext]>(options, {
+ *   where: "withRateLimit",
+ *   params: "request, env, ctx",
+ *   request: (request) => request,
+ *   waitUntil: (_request, _env, ctx) => (promise) => ctx.waitUntil(promise),
+ * });
+ * return pipeline.handle([request, env, ctx], (decision) => handler(request, env, ctx, decision));
+ * ```
+ */
+export function createPipeline<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Pipeline<Args> {
+  const { where } = platform;
+  let config: Config<Args>;
+  try {
+    config = configure(options, platform);
+  } catch (error) {
+    // one prefix for every message, whichever validator wrote it
+    if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
+    throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
+  }
+  const { keyOf, skip, cost, onLimited, styles, pick } = config;
+  const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
+
+  async function check(...args: Args): Promise<Outcome> {
+    if (skip !== undefined && (await skip(...args))) {
+      return { decision: undefined, key: undefined, limiter: undefined, headers: [], response: undefined };
+    }
+    const key = await keyOf(...args);
+    const target = await pick(args, key);
+    let limitOptions = fixedCost;
+    if (typeof cost === "function") {
+      const units = await cost(...args);
+      // `{ cost: undefined }` would mean the default, 1: a cost function must answer a number
+      if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined");
+      limitOptions = { cost: units };
+    }
+    // seam: a deny cache and dry-run go around this one call
+    const decision = await target.limiter.limit(key, limitOptions);
+    const handOff = platform.waitUntil?.(...args);
+    if (handOff === undefined) await decision.pending;
+    else handOff(decision.pending);
+    const headers: HeaderList = [];
+    setRateLimitHeaders({ set: (name, value) => headers.push([name, value]) }, decision, styles, target.limiter.policies, target.ietfPolicy);
+    let response: Response | undefined;
+    if (!decision.allowed) {
+      if (onLimited === undefined) response = limitedResponse(decision, headers);
+      else {
+        const own: unknown = await onLimited(...args, decision);
+        if (!isResponse(own)) throw new SluiceConfigError(`${where}: onLimited must return a Response; got ${describe(own)}`);
+        response = addRateLimitHeaders(own, headers);
+      }
+    }
+    return { decision, key, limiter: target.limiter, headers, response };
+  }
+
+  function delay(outcome: Outcome): Promise<void> {
+    const ms = outcome.decision?.delayMs ?? 0;
+    return ms > 0 ? sleep(ms) : NO_DELAY;
+  }
+
+  function finish(outcome: Outcome, response: Response): Response {
+    if (!isResponse(response)) {
+      throw new TypeError(`[sluice] ${where}: the handler must return a Response; got ${describe(response)}`);
+    }
+    // seam: refunds of requests that should not count (countWhen) and the release of a
+    // concurrency lease when the response body ends go here
+    return outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
+  }
+
+  async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
+    const outcome = await check(...args);
+    if (outcome.response !== undefined) return outcome.response;
+    if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
+    return finish(outcome, await next(outcome.decision));
+  }
+
+  return { check, delay, finish, handle };
+}
+
+/** The validated options. */
+interface Config<Args extends unknown[]> {
+  keyOf: (...args: Args) => MaybePromise<string>;
+  skip: ((...args: Args) => MaybePromise<boolean>) | undefined;
+  cost: number | ((...args: Args) => MaybePromise<number>) | undefined;
+  onLimited: ((...args: [...Args, decision: Decision]) => MaybePromise<Response>) | undefined;
+  styles: readonly HeaderStyle[];
+  pick: (args: Args, key: string) => Target | Promise<Target>;
+}
+
+function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`${platform.where} needs an options object with limiter (or tiers) and key (or trust); got ${describe(options)}`);
+  }
+  const { skip, cost, onLimited } = options;
+  const keyOf = keyFunction(options, platform);
+  requireFunction(skip, "skip", true);
+  requireFunction(onLimited, "onLimited", true);
+  if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
+    throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
+  }
+  const styles = resolveHeaderStyles(options.headers);
+  const limiter = (options as { limiter?: unknown }).limiter;
+  const tiers = (options as { tiers?: unknown }).tiers;
+  if (tiers !== undefined && limiter !== undefined) throw new SluiceConfigError(`${platform.where} takes either limiter or tiers, not both`);
+  let pick: Config<Args>["pick"];
+  if (tiers !== undefined) pick = tieredPicker(options as PipelineTieredOptions<Args>);
+  else if (limiter instanceof RateLimiter) {
+    const target = targetOf(limiter);
+    pick = () => target; // the limiter checks the key
+  } else {
+    throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
+  }
+  return { keyOf, skip, cost, onLimited, styles, pick };
+}
+
+/** `key`, or the client address with `trust`. */
+function keyFunction<Args extends unknown[]>(options: PipelineCommonOptions<Args>, platform: Platform<Args>): (...args: Args) => MaybePromise<string> {
+  const { key, trust, ipv6Subnet } = options;
+  if (key !== undefined && trust !== undefined) {
+    throw new SluiceConfigError("give key or trust, not both (trust keys requests by client address)");
+  }
+  if (trust !== undefined) {
+    validateClientIpOptions({ trust, ipv6Subnet }, platform.where);
+    const ipOptions = { trust, ipv6Subnet };
+    return (...args) => clientIp(platform.request(...args), ipOptions) ?? UNKNOWN_CLIENT_KEY;
+  }
+  if (typeof key !== "function") {
+    throw new SluiceConfigError(
+      `key must be a function (${platform.params ?? "request"}) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address; got key ${describe(key)}. No header is trusted by default.`,
+    );
+  }
+  if (ipv6Subnet !== undefined) {
+    throw new SluiceConfigError("ipv6Subnet applies only with trust; with key, normalize addresses yourself (normalizeIp)");
+  }
+  return key;
+}
+
+/** Builds each tier's limiter now; the returned function finds a request's tier, through the cache. */
+function tieredPicker<Args extends unknown[]>(options: PipelineTieredOptions<Args>): (args: Args, key: string) => Promise<Target> {
+  const { tiers, tier } = options;
+  if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers) || Object.keys(tiers).length === 0) {
+    throw new SluiceConfigError(`tiers must be an object of tier name → limits with at least one tier; got ${describe(tiers)}`);
+  }
+  requireFunction(tier, "tier", false);
+  const ttlMs = options.tierCacheTtlMs ?? 300_000;
+  if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+    throw new SluiceConfigError(`tierCacheTtlMs must be a non-negative integer of milliseconds; got ${describe(ttlMs)}`);
+  }
+  const maxCached = options.tierCacheMaxKeys ?? 10_000;
+  if (typeof maxCached !== "number" || !Number.isSafeInteger(maxCached) || maxCached <= 0) {
+    throw new SluiceConfigError(`tierCacheMaxKeys must be a positive integer; got ${describe(maxCached)}`);
+  }
+  const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "prefix");
+  const store = options.store ?? new MemoryStore();
+  if (typeof (store as Partial<Store>).bind !== "function") {
+    throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`);
+  }
+  const targets = new Map<string, Target>();
+  for (const [name, limits] of Object.entries(tiers)) {
+    validateName(name, "tiers: tier name");
+    const list = Array.isArray(limits) ? limits : [limits];
+    if (list.length === 0 || !list.every(isPolicy)) {
+      throw new SluiceConfigError(`tiers.${name} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
+    }
+    const names = list.map((p) => p.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) {
+      throw new SluiceConfigError(`tiers.${name}: two limits are named ${describe(twice)}; give one a distinct name option`);
+    }
+    const { onStoreError, timeoutMs, onStoreFailure } = options;
+    targets.set(name, targetOf(new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure })));
+  }
+  const known = [...targets.keys()].join(", ");
+  // key → tier (or the lookup in flight, so a burst of requests for one key asks once)
+  const cache = new Map<string, { tier: MaybePromise<string>; expiresAt: number }>();
+
+  const resolve = (args: Args, key: string): MaybePromise<string> => {
+    if (ttlMs === 0) return tier(...args, key);
+    const now = Date.now();
+    const hit = cache.get(key);
+    if (hit !== undefined && hit.expiresAt > now) return hit.tier;
+    if (hit !== undefined) cache.delete(key);
+    else if (cache.size >= maxCached) cache.delete(cache.keys().next().value as string);
+    const answer = tier(...args, key);
+    const entry = { tier: answer, expiresAt: now + ttlMs };
+    cache.set(key, entry);
+    if (typeof (answer as { then?: unknown } | undefined)?.then === "function") {
+      (answer as Promise<string>).then(
+        (name) => {
+          if (cache.get(key) === entry) entry.tier = name;
+        },
+        () => {
+          if (cache.get(key) === entry) cache.delete(key);
+        },
+      );
+    }
+    return answer;
+  };
+
+  return async (args, key) => {
+    assertKey(key); // before the lookup: the resolver never sees a key the limiter would refuse
+    const name = await resolve(args, key);
+    const target = targets.get(name);
+    if (target === undefined) {
+      cache.delete(key);
+      throw new SluiceConfigError(`tier() returned ${describe(name)}, which is not a configured tier (${known})`);
+    }
+    return target;
+  };
+}
