@@ -1,45 +1,55 @@
 import { testStore } from "@sluice/testing";
+import { testKeySchema } from "@sluice/testing/key-schema";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import IORedis from "ioredis";
 import { createClient } from "redis";
 import { inject } from "vitest";
 import { createTestRedisStore, createTestUpstashStore } from "./testing.js";
 
-// The same suite and the same recorded vectors as MemoryStore, through each transport.
+// The same suite, the same recorded vectors and the same key-schema checks as MemoryStore, through
+// each transport. Each suite opens its own connection.
 
-let ioredis: IORedis | undefined;
-testStore({
-  name: "RedisStore + ioredis",
-  makeStore: ({ clock }) => {
-    ioredis = new IORedis(inject("sluiceRedisUrl"), { lazyConnect: false, maxRetriesPerRequest: 1 });
-    return createTestRedisStore(ioredis, { clock });
-  },
-  teardown: async () => {
-    await ioredis?.quit();
-  },
-  numRuns: 40,
-});
+function ioredisTransport() {
+  let client: IORedis | undefined;
+  return {
+    makeStore: ({ clock }: { clock: () => number }) => {
+      client = new IORedis(inject("sluiceRedisUrl"), { lazyConnect: false, maxRetriesPerRequest: 1 });
+      return createTestRedisStore(client, { clock });
+    },
+    teardown: async () => {
+      await client?.quit();
+    },
+  };
+}
 
-let nodeRedis: ReturnType<typeof createClient> | undefined;
-testStore({
-  name: "RedisStore + node-redis",
-  makeStore: async ({ clock }) => {
-    nodeRedis = createClient({ url: inject("sluiceRedisUrl"), RESP: 2 });
-    await nodeRedis.connect();
-    return createTestRedisStore(nodeRedis, { clock });
-  },
-  teardown: async () => {
-    await nodeRedis?.quit();
-  },
-  numRuns: 40,
-});
+function nodeRedisTransport() {
+  let client: ReturnType<typeof createClient> | undefined;
+  return {
+    makeStore: async ({ clock }: { clock: () => number }) => {
+      client = createClient({ url: inject("sluiceRedisUrl"), RESP: 2 });
+      await client.connect();
+      return createTestRedisStore(client, { clock });
+    },
+    teardown: async () => {
+      await client?.quit();
+    },
+  };
+}
 
-testStore({
-  name: "UpstashStore + @upstash/redis (HTTP bridge)",
-  makeStore: ({ clock }) =>
-    createTestUpstashStore(
-      new UpstashRedis({ url: inject("sluiceUpstashUrl"), token: inject("sluiceUpstashToken"), retry: false }),
-      { clock },
-    ),
-  numRuns: 25,
-});
+function upstashTransport() {
+  return {
+    makeStore: ({ clock }: { clock: () => number }) =>
+      createTestUpstashStore(
+        new UpstashRedis({ url: inject("sluiceUpstashUrl"), token: inject("sluiceUpstashToken"), retry: false }),
+        { clock },
+      ),
+  };
+}
+
+testStore({ name: "RedisStore + ioredis", ...ioredisTransport(), numRuns: 40 });
+testStore({ name: "RedisStore + node-redis", ...nodeRedisTransport(), numRuns: 40 });
+testStore({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport(), numRuns: 25 });
+
+testKeySchema({ name: "RedisStore + ioredis", ...ioredisTransport() });
+testKeySchema({ name: "RedisStore + node-redis", ...nodeRedisTransport() });
+testKeySchema({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport() });

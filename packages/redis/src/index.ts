@@ -2,12 +2,9 @@
  * `@sluice/redis`: Sluice state in Redis, shared by every instance. One Lua script set, two
  * transports: `UpstashStore` over HTTP (`@upstash/redis`, edge-ready) and `RedisStore` over TCP
  * (ioredis or node-redis). One script call per decision, all limits of a key atomically, Redis's
- * `TIME` as the clock.
+ * `TIME` as the clock, one Redis key per identifier.
  *
  * @module
  */
 export { UpstashStore, type UpstashRedisLike } from "./upstash-store.js";
 export { RedisStore, type RedisClientLike, type IORedisLike, type NodeRedisLike } from "./redis-store.js";
-export { decideScript, fieldOf, MAX_REDIS_POLICIES, type Script } from "./scripts.js";
-export { sha1 } from "./sha1.js";
-export type { Transport } from "./script-store.js";

@@ -1,17 +1,19 @@
 import {
   type BoundStore,
-  type Policy,
   type PolicyResult,
   SluiceConfigError,
+  SluiceStoreError,
   type Store,
   type StoreNamespace,
   type StoreResult,
+  encodeKeyPart,
+  namespaceKey,
 } from "@sluice/core";
 import { type Script, decideScript } from "./scripts.js";
 
 /**
  * The three calls a store makes, whatever the client: one script call per decision (EVALSHA, or
- * EVAL once after `NOSCRIPT`), and DEL for a reset.
+ * EVAL once after `NOSCRIPT`), and DEL for a reset. Internal: the stores build it from the client.
  */
 export interface Transport {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
@@ -37,36 +39,42 @@ export abstract class ScriptStore implements Store {
   }
 }
 
-function isNoScript(error: unknown): boolean {
-  return String((error as { message?: unknown } | null)?.message ?? error).includes("NOSCRIPT");
+/** The message of whatever a client rejected with. */
+function messageOf(error: unknown): string {
+  return String((error as { message?: unknown } | null)?.message ?? error);
+}
+
+/** Any failure of the client (connection, timeout, a script error such as OOM) as a `SluiceStoreError`. */
+function storeError(error: unknown): SluiceStoreError {
+  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${messageOf(error)}`, { cause: error });
 }
 
 class ScriptBinding implements BoundStore {
   /** The script generated for this namespace's policies, with its SHA-1. */
   readonly #script: Script;
-  /** Names of the sliding logs, whose lists are KEYS[2..]. */
-  readonly #logNames: string[];
   readonly #names: string[];
   readonly #limits: number[];
-  readonly #prefix: string;
+  /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
+  readonly #keyStart: string;
 
   constructor(
     namespace: StoreNamespace,
     readonly transport: Transport,
     readonly testClock: (() => number) | undefined,
   ) {
-    this.#prefix = namespace.prefix;
     this.#script = decideScript(namespace.policies);
-    this.#logNames = namespace.policies.filter((p) => p.kind === "slidingLog").map((p) => p.name);
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
+    this.#keyStart = `{${namespaceKey(namespace)}`;
   }
 
-  /** The identifier's keys: every key shares the hash tag `{prefix:key}`, so a script touches one slot. */
+  /**
+   * The identifier's one key: `{` + core's `storageKey(namespace, key)` + `}`. The encoding is
+   * injective and escapes `{`/`}`, so the whole identifier is one Cluster hash tag and two
+   * different (prefix, tier, key) never share it.
+   */
   #keys(key: string): string[] {
-    const base = `{${this.#prefix}:${key}}`;
-    if (this.#logNames.length === 0) return [base];
-    return [base, ...this.#logNames.map((name) => `${base}:log:${name}`)];
+    return [`${this.#keyStart}${encodeKeyPart(key)}}`];
   }
 
   #args(cost: number, mode: "c" | "p"): string[] {
@@ -80,32 +88,38 @@ class ScriptBinding implements BoundStore {
     try {
       reply = await this.transport.evalsha(this.#script.sha, keys, args);
     } catch (error) {
-      if (!isNoScript(error)) throw error;
-      reply = await this.transport.eval(this.#script.script, keys, args);
+      if (!messageOf(error).includes("NOSCRIPT")) throw storeError(error);
+      try {
+        reply = await this.transport.eval(this.#script.script, keys, args);
+      } catch (evalError) {
+        throw storeError(evalError);
+      }
     }
     return this.#parse(reply);
   }
 
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
-    if (!Array.isArray(reply) || reply.length !== 1 + 5 * n) {
-      throw new Error(`[sluice] [redis] unexpected reply from the decide script: ${JSON.stringify(reply)}`);
+    if (!Array.isArray(reply) || reply.length !== 1 + 5 * n || !reply.every(Number.isSafeInteger)) {
+      throw new SluiceStoreError(
+        `[sluice] [redis] malformed reply from the decide script: expected ${1 + 5 * n} integers; got ${preview(reply)}`,
+      );
     }
     const policies: PolicyResult[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const b = 1 + i * 5;
-      const retry = Number(reply[b + 3]);
+      const retry = reply[b + 3] as number;
       policies[i] = {
         policy: this.#names[i] as string,
-        allowed: Number(reply[b]) === 1,
+        allowed: reply[b] === 1,
         limit: this.#limits[i] as number,
-        remaining: Number(reply[b + 1]),
-        resetAt: Number(reply[b + 2]),
+        remaining: reply[b + 1] as number,
+        resetAt: reply[b + 2] as number,
         retryAfterMs: retry < 0 ? Infinity : retry,
-        delayMs: Number(reply[b + 4]),
+        delayMs: reply[b + 4] as number,
       };
     }
-    return { now: Number(reply[0]), policies };
+    return { now: reply[0] as number, policies };
   }
 
   consume(key: string, cost: number): Promise<StoreResult> {
@@ -117,8 +131,23 @@ class ScriptBinding implements BoundStore {
   }
 
   async reset(key: string): Promise<void> {
-    await this.transport.del(this.#keys(key));
+    try {
+      await this.transport.del(this.#keys(key));
+    } catch (error) {
+      throw new SluiceStoreError(`[sluice] [redis] reset failed: ${messageOf(error)}`, { cause: error });
+    }
   }
+}
+
+/** A short, safe rendering of a reply for an error message. */
+function preview(reply: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(reply) ?? String(reply);
+  } catch {
+    text = String(reply);
+  }
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
 /** Throws a config error unless `client` has every method in `methods`. */

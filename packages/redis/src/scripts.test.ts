@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
+import { MAX_POLICIES, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
 import { policySpecArbitrary, policyFromSpec } from "@sluice/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_REDIS_POLICIES, decideScript } from "./scripts.js";
+import { decideScript } from "./scripts.js";
 import { sha1 } from "./sha1.js";
 
 const nodeSha1 = (text: string) => createHash("sha1").update(text).digest("hex");
@@ -51,9 +51,33 @@ describe("decideScript", () => {
     expect(decideScript(tier.slice(0, 2)).sha).not.toBe(decideScript(tier).sha);
   });
 
-  it(`refuses more than ${MAX_REDIS_POLICIES} policies with a clear error`, () => {
-    const many = Array.from({ length: MAX_REDIS_POLICIES + 1 }, (_, i) => fixedWindow({ limit: 1, window: "1m", name: `p${i}` }));
+  it(`refuses more than core's MAX_POLICIES (${MAX_POLICIES}, the same on every store) with a clear error`, () => {
+    expect(MAX_POLICIES).toBe(12);
+    const many = Array.from({ length: MAX_POLICIES + 1 }, (_, i) => fixedWindow({ limit: 1, window: "1m", name: `p${i}` }));
     expect(() => decideScript(many)).toThrow(/1 to 12 limits; got 13/);
-    expect(() => decideScript(many.slice(0, MAX_REDIS_POLICIES))).not.toThrow();
+    expect(() => decideScript(many.slice(0, MAX_POLICIES))).not.toThrow();
+  });
+
+  it("names each policy's locals after its kind, position and what they hold", () => {
+    const { script } = decideScript(tier);
+    for (const name of [
+      "tb1_tat",
+      "tb1_new_tat",
+      "sw2_window",
+      "sw2_previous",
+      "sw2_current",
+      "fw3_window",
+      "fw3_count",
+      "sl4_times",
+      "sl4_costs",
+      "sl4_new_log",
+      "lb5_tat",
+      "local function fw3_decide(c)",
+      "fw3_retry_after",
+    ]) {
+      expect(script).toContain(name);
+    }
+    // one Redis key per identifier: the script names no key but KEYS[1]
+    expect(script.match(/KEYS\[\d+\]/g)?.every((k) => k === "KEYS[1]")).toBe(true);
   });
 });

@@ -13,14 +13,20 @@
  * would round to 14 digits); results are integers only (Redis truncates Lua numbers), with -1
  * standing for "never" (`retryAfterMs: Infinity`).
  *
- * Layout in Redis: one hash per identifier, `KEYS[1]` = `{prefix:key}`, one field per policy
- * (`<name>|<kind>`) holding `tat` (buckets), `window:count` (fixed window),
- * `window:previous:current` (sliding window) or `sum` (sliding log); plus one list per sliding
- * log (`KEYS[2..]`, flat `time_us, cost, ...`, oldest first).
+ * Layout in Redis: ONE hash per identifier, `KEYS[1]` = `{<storageKey>}` (see core's `storageKey`),
+ * one field per policy (core's `policyField`, `<name>|<kind>`) holding `tat` (buckets),
+ * `window:count` (fixed window), `window:previous:current` (sliding window) or the whole log
+ * `time:cost,time:cost,...` (sliding log, µs, oldest first: its sum is recomputed from the entries,
+ * so the two can never disagree), plus `@expires` (when the hash's TTL runs out). Losing the key,
+ * any field or `@expires` (eviction, `DEL`, `HDEL`) therefore only forgets state. A field that
+ * does not parse reads as empty.
+ *
+ * Local names in the generated Lua: each policy is `<kind code><position>` (`tb1`, `sw2`,
+ * `fw3`...), and its locals say what they hold (`fw3_window`, `fw3_count`, `tb1_tat`).
  *
  * @module
  */
-import { type Policy, SluiceConfigError } from "@sluice/core";
+import { MAX_POLICIES, type Policy, SluiceConfigError, policyField } from "@sluice/core";
 import { sha1 } from "./sha1.js";
 
 /** A Lua script and the SHA-1 that `EVALSHA` names it by. */
@@ -30,12 +36,9 @@ export interface Script {
 }
 
 /** The hash field holding when (µs, script clock) the hash's TTL runs out; never a policy's field (those contain "|"). */
-const EXPIRES_FIELD = "@expires";
+export const EXPIRES_FIELD = "@expires";
 /** How far past the state's expiry the TTL is set, so a hot key needs a PEXPIRE about once a second, not per request. */
 const TTL_SLACK_US = 1_000_000;
-
-/** The most policies one Redis limiter may have (Lua allows 200 locals per function). */
-export const MAX_REDIS_POLICIES = 12;
 
 const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
   fixedWindow: "fw",
@@ -45,11 +48,6 @@ const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
   leakyBucket: "lb",
 };
 
-/** The hash field of a policy: its name and its kind, so a change of algorithm starts empty. */
-export function fieldOf(policy: Policy): string {
-  return `${policy.name}|${KIND_CODE[policy.kind]}`;
-}
-
 /** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */
 const str = (s: string) => JSON.stringify(s);
 /** An integer constant, written out in full (String() never uses exponents below 1e21). */
@@ -58,192 +56,210 @@ const int = (n: number) => {
   return String(n);
 };
 
+/** The Lua code of one policy, `p` being its local-name prefix (`fw1`). */
 interface Part {
-  /** Reads the state (from HMGET's reply `v`, and the log's list). */
+  /** A comment line describing the policy and its stored value. */
+  describe: string;
+  /** Reads the state from the HMGET reply (`stored[i]`) into locals, and declares the state to write. */
   read: string;
-  /** `local function pI(c) ... end`: allowed, remaining, resetAt, retryAfterMs, delayMs. */
-  evaluate: string;
+  /** `local function <p>_decide(c)`: returns allowed, remaining, resetAt, retryAfterMs, delayMs. */
+  decide: string;
+  /** Statements run before the HSET of an allowed request (empty if none). */
+  prepare: string;
   /** The HSET value expression after an allowed request. */
   value: string;
   /** When (µs) the written state is empty again. */
   expiresUs: string;
-  /** Extra writes (the log's list). */
-  write: string;
 }
 
-function part(policy: Policy, i: number, logKey: number): Part {
-  const v = `v[${i}]`;
+function part(policy: Policy, i: number): Part {
+  const p = `${KIND_CODE[policy.kind]}${i}`;
+  const stored = `stored[${i}]`;
+  const about = `-- ${p}: ${policy.kind} ${str(policy.name)}`;
   switch (policy.kind) {
     case "tokenBucket":
     case "leakyBucket": {
       const T = policy.emissionIntervalUs;
       const BT = policy.burst * T;
       const QT = policy.queue * T;
+      // with no queue, a request either passes outright or is denied: the shaping branch is left out
+      const shaping =
+        QT === 0
+          ? ""
+          : `
+    if diff >= -${int(QT)} then
+      ${p}_new_tat = new_tat
+      return 1, 0, ceil(new_tat / 1000), 0, ceil(-diff / 1000)
+    end`;
+      const retryUs = QT === 0 ? "-diff" : `-diff - ${int(QT)}`;
+      const sizes = policy.kind === "tokenBucket" ? `capacity ${int(policy.burst)}` : `burst ${int(policy.burst)}, queue ${int(policy.queue)}`;
       return {
-        read: `local s${i} = tonumber(${v})\nlocal n${i}`,
-        evaluate: `local function p${i}(c)
-  local tat = s${i}
+        describe: `${about}, ${sizes}, one unit per ${int(T)} µs; stored: the theoretical arrival time "tat" (µs)`,
+        read: `local ${p}_tat = tonumber(${stored})
+local ${p}_new_tat`,
+        decide: `local function ${p}_decide(c)
+  local tat = ${p}_tat
   if tat == nil or tat < now_us then tat = now_us end
   if c <= ${int(policy.burst + policy.queue)} then
     local new_tat = tat + c * ${int(T)}
     local diff = now_us - (new_tat - ${int(BT)})
     if diff >= 0 then
-      n${i} = new_tat
+      ${p}_new_tat = new_tat
       return 1, floor(diff / ${int(T)}), ceil(new_tat / 1000), 0, 0
-    end
-    if diff >= -${int(QT)} then
-      n${i} = new_tat
-      return 1, 0, ceil(new_tat / 1000), 0, ceil(-diff / 1000)
-    end
-    return 0, max(0, floor((now_us - tat + ${int(BT)}) / ${int(T)})), ceil(tat / 1000), ceil((-diff - ${int(QT)}) / 1000), 0
+    end${shaping}
+    return 0, max(0, floor((now_us - tat + ${int(BT)}) / ${int(T)})), ceil(tat / 1000), ceil((${retryUs}) / 1000), 0
   end
   return 0, max(0, floor((now_us - tat + ${int(BT)}) / ${int(T)})), ceil(tat / 1000), -1, 0
 end`,
-        value: `fmt('%.0f', n${i})`,
-        expiresUs: `n${i}`,
-        write: "",
+        prepare: "",
+        value: `fmt('%.0f', ${p}_new_tat)`,
+        expiresUs: `${p}_new_tat`,
       };
     }
     case "fixedWindow": {
       const L = policy.limit;
       const W = policy.windowMs;
       return {
-        read: `local s${i}a, s${i}b
-if ${v} then
-  local p = find(${v}, ':', 1, true)
-  s${i}a = tonumber(sub(${v}, 1, p - 1))
-  s${i}b = tonumber(sub(${v}, p + 1))
+        describe: `${about}, limit ${int(L)} per ${int(W)} ms; stored: "window:count"`,
+        read: `local ${p}_window, ${p}_count
+if ${stored} then
+  local window, count = match(${stored}, '^(%d+):(%d+)$')
+  ${p}_window, ${p}_count = tonumber(window), tonumber(count)
 end
-local n${i}a, n${i}b`,
-        evaluate: `local function p${i}(c)
-  local idx = floor(now_ms / ${int(W)})
+local ${p}_new_window, ${p}_new_count`,
+        decide: `local function ${p}_decide(c)
+  local window = floor(now_ms / ${int(W)})
   local count = 0
-  if s${i}a == idx then count = s${i}b end
-  local reset = (idx + 1) * ${int(W)}
+  if ${p}_window == window then count = ${p}_count end
+  local reset_at = (window + 1) * ${int(W)}
   if c <= ${int(L)} - count then
-    n${i}a = idx
-    n${i}b = count + c
-    return 1, ${int(L)} - count - c, reset, 0, 0
+    ${p}_new_window = window
+    ${p}_new_count = count + c
+    return 1, ${int(L)} - count - c, reset_at, 0, 0
   end
-  if c <= ${int(L)} then return 0, ${int(L)} - count, reset, reset - now_ms, 0 end
-  return 0, ${int(L)} - count, reset, -1, 0
+  if c <= ${int(L)} then return 0, ${int(L)} - count, reset_at, reset_at - now_ms, 0 end
+  return 0, ${int(L)} - count, reset_at, -1, 0
 end`,
-        value: `fmt('%.0f:%.0f', n${i}a, n${i}b)`,
-        expiresUs: `(n${i}a + 1) * ${int(W * 1000)}`,
-        write: "",
+        prepare: "",
+        value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
+        expiresUs: `(${p}_new_window + 1) * ${int(W * 1000)}`,
       };
     }
     case "slidingWindow": {
       const L = policy.limit;
       const W = policy.windowMs;
       return {
-        read: `local s${i}a, s${i}b, s${i}c
-if ${v} then
-  local p = find(${v}, ':', 1, true)
-  local q = find(${v}, ':', p + 1, true)
-  s${i}a = tonumber(sub(${v}, 1, p - 1))
-  s${i}b = tonumber(sub(${v}, p + 1, q - 1))
-  s${i}c = tonumber(sub(${v}, q + 1))
+        describe: `${about}, limit ${int(L)} per ${int(W)} ms; stored: "window:previous:current"`,
+        read: `local ${p}_window, ${p}_previous, ${p}_current
+if ${stored} then
+  local window, previous, current = match(${stored}, '^(%d+):(%d+):(%d+)$')
+  ${p}_window, ${p}_previous, ${p}_current = tonumber(window), tonumber(previous), tonumber(current)
 end
-local n${i}a, n${i}b, n${i}c`,
-        evaluate: `local function p${i}(c)
-  local idx = floor(now_ms / ${int(W)})
-  local r = now_ms - idx * ${int(W)}
-  local prev, cur = 0, 0
-  if s${i}a == idx then
-    prev = s${i}b
-    cur = s${i}c
-  elseif s${i}a == idx - 1 then
-    prev = s${i}c
+local ${p}_new_window, ${p}_new_previous, ${p}_new_current`,
+        decide: `local function ${p}_decide(c)
+  local window = floor(now_ms / ${int(W)})
+  local into = now_ms - window * ${int(W)}
+  local previous, current = 0, 0
+  if ${p}_window == window then
+    previous = ${p}_previous
+    current = ${p}_current
+  elseif ${p}_window == window - 1 then
+    previous = ${p}_current
   end
-  local weighted = prev * (${int(W)} - r)
+  local weighted = previous * (${int(W)} - into)
   local left = floor((${int(L * W)} - weighted) / ${int(W)})
-  if c <= ${int(L)} - cur and weighted <= (${int(L)} - cur - c) * ${int(W)} then
-    n${i}a = idx
-    n${i}b = prev
-    n${i}c = cur + c
-    return 1, max(0, left - cur - c), (idx + 2) * ${int(W)}, 0, 0
+  if c <= ${int(L)} - current and weighted <= (${int(L)} - current - c) * ${int(W)} then
+    ${p}_new_window = window
+    ${p}_new_previous = previous
+    ${p}_new_current = current + c
+    return 1, max(0, left - current - c), (window + 2) * ${int(W)}, 0, 0
   end
-  local reset = now_ms
-  if cur > 0 then reset = (idx + 2) * ${int(W)} elseif prev > 0 then reset = (idx + 1) * ${int(W)} end
-  local remaining = max(0, left - cur)
-  if c > ${int(L)} then return 0, remaining, reset, -1, 0 end
-  local k = ${int(L)} - cur - c
-  if k >= 0 and prev > 0 then
-    local m = floor((k * ${int(W)}) / prev)
-    if m > 0 then return 0, remaining, reset, ${int(W)} - r - m, 0 end
+  local reset_at = now_ms
+  if current > 0 then reset_at = (window + 2) * ${int(W)} elseif previous > 0 then reset_at = (window + 1) * ${int(W)} end
+  local remaining = max(0, left - current)
+  if c > ${int(L)} then return 0, remaining, reset_at, -1, 0 end
+  local spare = ${int(L)} - current - c
+  if spare >= 0 and previous > 0 then
+    local slid = floor((spare * ${int(W)}) / previous)
+    if slid > 0 then return 0, remaining, reset_at, ${int(W)} - into - slid, 0 end
   end
-  local retry = ${int(W)} - r
-  if cur > 0 then retry = retry + max(0, ${int(W)} - floor(((${int(L)} - c) * ${int(W)}) / cur)) end
-  return 0, remaining, reset, retry, 0
+  local retry = ${int(W)} - into
+  if current > 0 then retry = retry + max(0, ${int(W)} - floor(((${int(L)} - c) * ${int(W)}) / current)) end
+  return 0, remaining, reset_at, retry, 0
 end`,
-        value: `fmt('%.0f:%.0f:%.0f', n${i}a, n${i}b, n${i}c)`,
-        expiresUs: `(n${i}a + 2) * ${int(W * 1000)}`,
-        write: "",
+        prepare: "",
+        value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
+        expiresUs: `(${p}_new_window + 2) * ${int(W * 1000)}`,
       };
     }
     case "slidingLog": {
       const L = policy.limit;
       const Wus = policy.windowMs * 1000;
-      const key = `KEYS[${logKey}]`;
       return {
-        read: `local s${i} = tonumber(${v}) or 0
-local e${i} = {}
-do
-  local raw = redis.call('LRANGE', ${key}, 0, -1)
-  for j = 1, #raw do e${i}[j] = tonumber(raw[j]) end
+        describe: `${about}, limit ${int(L)} per ${int(Wus)} µs; stored: the whole log, "time:cost,time:cost,..." (µs, oldest first)`,
+        read: `local ${p}_log = ${stored}
+local ${p}_times, ${p}_costs, ${p}_offsets = {}, {}, {}
+local ${p}_total = 0
+if ${p}_log then
+  local n = 0
+  for offset, time, units in gmatch(${p}_log, '()(%d+):(%d+)') do
+    n = n + 1
+    ${p}_offsets[n] = offset
+    ${p}_times[n] = tonumber(time)
+    ${p}_costs[n] = tonumber(units)
+    ${p}_total = ${p}_total + ${p}_costs[n]
+  end
 end
-local n${i}start, n${i}sum`,
-        evaluate: `local function p${i}(c)
-  local e = e${i}
-  local len = #e
+local ${p}_first_live, ${p}_new_log`,
+        decide: `local function ${p}_decide(c)
+  local times, costs = ${p}_times, ${p}_costs
+  local n = #times
   local cutoff = now_us - ${int(Wus)}
-  local sum = s${i}
-  local start = 1
-  while start <= len and e[start] <= cutoff do
-    sum = sum - e[start + 1]
-    start = start + 2
+  local used = ${p}_total
+  local first = 1
+  while first <= n and times[first] <= cutoff do
+    used = used - costs[first]
+    first = first + 1
   end
-  if c <= ${int(L)} - sum then
-    n${i}start = start
-    n${i}sum = sum + c
-    return 1, ${int(L)} - sum - c, ceil((now_us + ${int(Wus)}) / 1000), 0, 0
+  if c <= ${int(L)} - used then
+    ${p}_first_live = first
+    return 1, ${int(L)} - used - c, ceil((now_us + ${int(Wus)}) / 1000), 0, 0
   end
-  local reset = ceil(now_us / 1000)
-  if start <= len then reset = ceil((e[len - 1] + ${int(Wus)}) / 1000) end
-  if c > ${int(L)} then return 0, ${int(L)} - sum, reset, -1, 0 end
-  local need = sum + c - ${int(L)}
+  local reset_at = ceil(now_us / 1000)
+  if first <= n then reset_at = ceil((times[n] + ${int(Wus)}) / 1000) end
+  if c > ${int(L)} then return 0, ${int(L)} - used, reset_at, -1, 0 end
+  local need = used + c - ${int(L)}
   local freed = 0
-  local j = start
-  while j <= len do
-    freed = freed + e[j + 1]
-    if freed >= need then return 0, ${int(L)} - sum, reset, ceil((e[j] + ${int(Wus)} - now_us) / 1000), 0 end
-    j = j + 2
+  for j = first, n do
+    freed = freed + costs[j]
+    if freed >= need then return 0, ${int(L)} - used, reset_at, ceil((times[j] + ${int(Wus)} - now_us) / 1000), 0 end
   end
-  return 0, ${int(L)} - sum, reset, -1, 0
+  return 0, ${int(L)} - used, reset_at, -1, 0
 end`,
-        value: `fmt('%.0f', n${i}sum)`,
+        // drop the entries that left the window; a request in the newest entry's microsecond merges into it
+        prepare: `  do
+    local n = #${p}_times
+    local first = ${p}_first_live
+    if first > n then
+      ${p}_new_log = fmt('%.0f:%.0f', now_us, cost)
+    elseif ${p}_times[n] == now_us then
+      ${p}_new_log = sub(${p}_log, ${p}_offsets[first], ${p}_offsets[n] - 1) .. fmt('%.0f:%.0f', now_us, ${p}_costs[n] + cost)
+    else
+      ${p}_new_log = sub(${p}_log, ${p}_offsets[first]) .. fmt(',%.0f:%.0f', now_us, cost)
+    end
+  end`,
+        value: `${p}_new_log`,
         expiresUs: `now_us + ${int(Wus)}`,
-        write: `do
-  local e = e${i}
-  local len = #e
-  if n${i}start > 1 then redis.call('LTRIM', ${key}, n${i}start - 1, -1) end
-  if n${i}start <= len and e[len - 1] == now_us then
-    redis.call('LSET', ${key}, -1, fmt('%.0f', e[len] + cost))
-  else
-    redis.call('RPUSH', ${key}, fmt('%.0f', now_us), fmt('%.0f', cost))
-  end
-end`,
       };
     }
   }
 }
 
 /**
- * Generates the `decide` script for a list of policies (in order; sliding logs use `KEYS[2..]` in
- * the order they appear). ARGV: cost; then, optionally, the mode (`"c"` consume, the default, or
- * `"p"` peek) and a fixed now in µs (test stores only; without it the script reads `TIME`). Returns `{ now_ms, then per policy: allowed (1/0), remaining, resetAt,
- * retryAfterMs (-1 = never), delayMs }`.
+ * Generates the `decide` script for a list of policies (in order). `KEYS[1]` is the identifier's
+ * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, or `"p"` peek) and a
+ * fixed now in µs (test stores only; without it the script reads `TIME`). Returns `{ now_ms, then
+ * per policy: allowed (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs }`.
  *
  * @example
  * ```ts
@@ -251,63 +267,77 @@ end`,
  * ```
  */
 export function decideScript(policies: readonly Policy[]): Script {
-  if (policies.length === 0 || policies.length > MAX_REDIS_POLICIES) {
-    throw new SluiceConfigError(
-      `[sluice] [redis] a Redis limiter takes 1 to ${MAX_REDIS_POLICIES} limits; got ${policies.length}`,
-    );
+  if (policies.length === 0 || policies.length > MAX_POLICIES) {
+    throw new SluiceConfigError(`[sluice] [redis] a limiter takes 1 to ${MAX_POLICIES} limits; got ${policies.length}`);
   }
-  let logKey = 1;
-  const parts = policies.map((p, index) => part(p, index + 1, p.kind === "slidingLog" ? ++logKey : 0));
-  const n = policies.length;
-  const each = (f: (i: number) => string, sep: string) => Array.from({ length: n }, (_, k) => f(k + 1)).join(sep);
-  const result = `{ now_ms, ${each((i) => `o${i}, r${i}, t${i}, y${i}, d${i}`, ", ")} }`;
-  const logs = parts.map((p) => p.write).filter((w) => w !== "");
-  const logKeys = policies.flatMap((p, k) => (p.kind === "slidingLog" ? [k] : [])).map((_, j) => `KEYS[${j + 2}]`);
+  const names = policies.map((policy, k) => `${KIND_CODE[policy.kind]}${k + 1}`);
+  const parts = policies.map((policy, k) => part(policy, k + 1));
+  const results = (p: string) => `${p}_allowed, ${p}_remaining, ${p}_reset_at, ${p}_retry_after, ${p}_delay`;
+  const reply = `{ now_ms, ${names.map(results).join(", ")} }`;
+  const fields = policies.map((policy, k) => `${str(policyField(policy))}, ${parts[k]!.value}`).join(", ");
   const lines = [
-    `-- Sluice decide: ${policies.map((p) => `${p.kind} ${p.name}`).join(", ")}`,
+    `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}`).join(", ")}`,
+    "-- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.",
+    "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek) and now in µs (test stores only).",
+    "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
-    "local find, sub, fmt = string.find, string.sub, string.format",
+    "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     "local cost = tonumber(ARGV[1])",
     "local now_us",
     "if ARGV[3] then",
     "  now_us = tonumber(ARGV[3])",
     "else",
-    "  local t = redis.call('TIME')",
-    "  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])",
+    "  local time = redis.call('TIME')",
+    "  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])",
     "end",
     "local now_ms = floor(now_us / 1000)",
-    `local v = redis.call('HMGET', KEYS[1], ${policies.map((p) => str(fieldOf(p))).join(", ")}, '${EXPIRES_FIELD}')`,
-    `local expires_at = tonumber(v[${policies.length + 1}])`,
-    ...parts.map((p) => p.read),
-    ...parts.map((p) => p.evaluate),
+    `local stored = redis.call('HMGET', KEYS[1], ${policies.map((policy) => str(policyField(policy))).join(", ")}, '${EXPIRES_FIELD}')`,
+    `local expires_at = tonumber(stored[${policies.length + 1}])`,
+    "",
+    ...parts.flatMap((x) => [x.describe, x.read, x.decide, ""]),
     "if ARGV[2] == 'p' then",
     // peek: would a cost-1 request pass; remaining/resetAt of the state now (an infinite cost takes the denial path)
-    each((i) => `  local o${i}, r${i}, t${i}, y${i}, d${i} = p${i}(1)\n  if o${i} == 1 then\n    local _\n    _, r${i}, t${i} = p${i}(math.huge)\n  end`, "\n"),
-    `  return ${result}`,
+    "  -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now",
+    ...names.map(
+      (p) => `  local ${results(p)} = ${p}_decide(1)
+  if ${p}_allowed == 1 then
+    local _
+    _, ${p}_remaining, ${p}_reset_at = ${p}_decide(math.huge)
+  end`,
+    ),
+    `  return ${reply}`,
     "end",
-    each((i) => `local o${i}, r${i}, t${i}, y${i}, d${i} = p${i}(cost)`, "\n"),
-    `if ${each((i) => `o${i} == 1`, " and ")} then`,
-    ...logs,
-    `  local expires = max(${parts.map((p) => p.expiresUs).join(", ")})`,
+    "",
+    ...names.map((p) => `local ${results(p)} = ${p}_decide(cost)`),
+    `if ${names.map((p) => `${p}_allowed == 1`).join(" and ")} then`,
+    ...parts.map((x) => x.prepare).filter((x) => x !== ""),
+    `  local expires = max(${parts.map((x) => x.expiresUs).join(", ")})`,
     // The hash's TTL is pushed past the state's expiry with some slack, and only when the state
     // would outlive it: a hot key is not sent a PEXPIRE on every request.
     "  if expires_at and expires_at >= expires then",
-    `    redis.call('HSET', KEYS[1], ${policies.map((p, k) => `${str(fieldOf(p))}, ${parts[k]!.value}`).join(", ")})`,
+    `    redis.call('HSET', KEYS[1], ${fields})`,
     "  else",
     `    expires_at = expires + ${int(TTL_SLACK_US)}`,
-    `    redis.call('HSET', KEYS[1], ${policies.map((p, k) => `${str(fieldOf(p))}, ${parts[k]!.value}`).join(", ")}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+    `    redis.call('HSET', KEYS[1], ${fields}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
     "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
     "  end",
-    // a log's list can be recreated empty (all its entries expired): its TTL is set every time
-    ...logKeys.map((key) => `  redis.call('PEXPIRE', ${key}, max(1, ceil((expires_at - now_us) / 1000)))`),
-    `  return ${result}`,
+    `  return ${reply}`,
     "end",
   ];
-  if (n > 1) {
+  if (policies.length > 1) {
     // nothing was written; a policy that would have allowed reports its state unchanged
-    lines.push(each((i) => `if o${i} == 1 then\n  local _\n  _, r${i}, t${i} = p${i}(math.huge)\n  y${i}, d${i} = 0, 0\nend`, "\n"));
+    lines.push(
+      "-- denied: nothing was written; a policy that would have allowed reports its state unchanged",
+      ...names.map(
+        (p) => `if ${p}_allowed == 1 then
+  local _
+  _, ${p}_remaining, ${p}_reset_at = ${p}_decide(math.huge)
+  ${p}_retry_after, ${p}_delay = 0, 0
+end`,
+      ),
+    );
   }
-  lines.push(`return ${result}`, "");
+  lines.push(`return ${reply}`, "");
   const script = lines.join("\n");
   return { script, sha: sha1(script) };
 }
