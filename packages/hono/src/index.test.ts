@@ -9,7 +9,7 @@ import {
   tokenBucket,
 } from "@sluice/core";
 import { Hono } from "hono";
-import type { MiddlewareHandler } from "hono";
+import type { Context, Env, MiddlewareHandler } from "hono";
 import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { type HonoRateLimiterOptions, type RateLimitVariables, UNKNOWN_CLIENT_KEY, rateLimiter } from "./index.js";
 
@@ -64,9 +64,10 @@ describe("allowed and denied requests", () => {
     const app = new Hono()
       .use(rateLimiter({ limiter: threePerMinute(store), key: byKeyHeader }))
       .get("/", (c) => {
-        expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision>();
-        seen.push(c.get("rateLimit"));
-        return c.json({ remaining: c.get("rateLimit").remaining });
+        expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision | undefined>();
+        const decision = c.get("rateLimit");
+        if (decision !== undefined) seen.push(decision);
+        return c.json({ remaining: decision?.remaining });
       });
 
     const res = await app.request(new Request("http://localhost/", { headers: { "x-key": "a" } }));
@@ -131,14 +132,50 @@ describe("allowed and denied requests", () => {
     ]);
   });
 
-  it("the returned middleware carries the rateLimit variable in its type", () => {
+  it("the returned middleware carries the rateLimit variable in its type: Decision | undefined", () => {
     const { store } = clock();
     const mw = rateLimiter({ limiter: threePerMinute(store), key: () => "k" });
-    expectTypeOf(mw).toEqualTypeOf<MiddlewareHandler<{ Variables: RateLimitVariables }>>();
+    expectTypeOf(mw).toEqualTypeOf<MiddlewareHandler<Env & { Variables: RateLimitVariables }>>();
     new Hono().get("/", mw, (c) => {
-      expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision>();
+      expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision | undefined>();
       return c.text("ok");
     });
+  });
+
+  it("is generic over the app's Env: callbacks see a typed c.env, handlers a typed c.get('rateLimit')", async () => {
+    type AppEnv = { Bindings: { PLAN: "free" | "pro"; LIMITED_BODY: string }; Variables: { user: string } };
+    const { store } = clock();
+    const mw = rateLimiter<AppEnv>({
+      store,
+      tiers: { free: fixedWindow({ limit: 1, window: "1m" }), pro: fixedWindow({ limit: 5, window: "1m" }) },
+      key: (c) => {
+        expectTypeOf(c).toEqualTypeOf<Context<AppEnv>>();
+        expectTypeOf(c.env.PLAN).toEqualTypeOf<"free" | "pro">();
+        return c.req.header("x-key") ?? "anonymous";
+      },
+      tier: (c, key) => {
+        expectTypeOf(key).toEqualTypeOf<string>();
+        return c.env.PLAN;
+      },
+      cost: (c) => (c.env.PLAN === "pro" ? 1 : 1),
+      skip: (c) => c.env.PLAN === undefined,
+      onLimited: (c, decision) => {
+        expectTypeOf(c.env.LIMITED_BODY).toEqualTypeOf<string>();
+        expectTypeOf(decision).toEqualTypeOf<Decision>();
+        return c.text(c.env.LIMITED_BODY, 429);
+      },
+    });
+    expectTypeOf(mw).toEqualTypeOf<MiddlewareHandler<AppEnv & { Variables: RateLimitVariables }>>();
+    const app = new Hono<AppEnv>().use(mw).get("/", (c) => {
+      expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision | undefined>();
+      expectTypeOf(c.get("user")).toEqualTypeOf<string>();
+      return c.text(`${c.get("rateLimit")?.remaining}`);
+    });
+    const env = { PLAN: "free", LIMITED_BODY: "free plan: slow down" } as const;
+    const first = await app.request("/", {}, env);
+    expect([first.status, await first.text()]).toEqual([200, "0"]);
+    const second = await app.request("/", {}, env);
+    expect([second.status, await second.text()]).toEqual([429, "free plan: slow down"]);
   });
 });
 
@@ -523,7 +560,7 @@ describe("shaping: delayMs", () => {
       .use(rateLimiter({ limiter, key: () => "k", headers: "draft-6" }))
       .get("/", (c) => {
         ranAt.push(Date.now());
-        seen.push(c.get("rateLimit"));
+        seen.push(c.get("rateLimit") as Decision);
         return c.text("ok");
       });
 
@@ -554,12 +591,108 @@ describe("shaping: delayMs", () => {
   });
 });
 
+describe("the callback convention: c first, then what Sluice adds", () => {
+  it("key, skip and cost get (c); tier gets (c, key); onLimited gets (c, decision)", async () => {
+    const { store } = clock();
+    const calls: [string, unknown[]][] = [];
+    const contexts: Context[] = [];
+    const app = new Hono();
+    app.use(async (c, next) => {
+      contexts.push(c);
+      await next();
+    });
+    app.use(
+      rateLimiter({
+        store,
+        tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
+        key: (...args) => {
+          calls.push(["key", args]);
+          return "k";
+        },
+        skip: (...args) => {
+          calls.push(["skip", args]);
+          return false;
+        },
+        cost: (...args) => {
+          calls.push(["cost", args]);
+          return 1;
+        },
+        tier: (...args) => {
+          calls.push(["tier", args]);
+          return "free";
+        },
+        onLimited: (...args) => {
+          calls.push(["onLimited", args]);
+          return args[0].text("limited", 429);
+        },
+      }),
+    );
+    app.get("/", (c) => c.text("ok"));
+    await app.request("/");
+    const denied = await app.request("/");
+    expect(await denied.text()).toBe("limited");
+    const [first, second] = contexts;
+    expect(calls.map(([name]) => name)).toEqual(["skip", "key", "tier", "cost", "skip", "key", "cost", "onLimited"]);
+    expect(calls.slice(0, 4)).toEqual([
+      ["skip", [first]],
+      ["key", [first]],
+      ["tier", [first, "k"]],
+      ["cost", [first]],
+    ]);
+    expect(calls[7]?.[1]).toHaveLength(2);
+    expect(calls[7]?.[1][0]).toBe(second);
+    expect(calls[7]?.[1][1]).toMatchObject({ allowed: false, reason: "limit" });
+  });
+});
+
+describe("decision.pending on Workers", () => {
+  /** A limiter whose decisions carry background work, as analytics would. */
+  class PendingLimiter extends RateLimiter {
+    readonly pendings: Promise<void>[] = [];
+    override async limit(key: string, options?: { cost?: number }): Promise<Decision> {
+      const decision = await super.limit(key, options);
+      const pending = new Promise<void>((resolve) => setTimeout(resolve, 1));
+      this.pendings.push(pending);
+      return { ...decision, pending };
+    }
+  }
+
+  it("is handed to c.executionCtx.waitUntil, allowed or denied", async () => {
+    const { store } = clock();
+    const limiter = new PendingLimiter({ store, limits: fixedWindow({ limit: 1, window: "1m" }) });
+    const app = new Hono().use(rateLimiter({ limiter, key: () => "k" })).get("/", (c) => c.text("ok"));
+    const waited: Promise<unknown>[] = [];
+    const executionCtx = {
+      waitUntil: (promise: Promise<unknown>) => {
+        waited.push(promise);
+      },
+      passThroughOnException: () => {},
+      props: {},
+    };
+    const statuses = [];
+    for (let i = 0; i < 2; i++) statuses.push((await app.fetch(new Request("http://localhost/"), {}, executionCtx)).status);
+    expect(statuses).toEqual([200, 429]);
+    expect(waited).toHaveLength(2);
+    expect(waited[0]).toBe(limiter.pendings[0]);
+    expect(waited[1]).toBe(limiter.pendings[1]);
+  });
+
+  it("without an ExecutionContext (Node.js, app.request()) it is left to run and the request is answered", async () => {
+    const { store } = clock();
+    const limiter = new PendingLimiter({ store, limits: fixedWindow({ limit: 1, window: "1m" }) });
+    const app = new Hono().use(rateLimiter({ limiter, key: () => "k" })).get("/", (c) => c.text("ok"));
+    expect((await app.request("/")).status).toBe(200);
+    expect(limiter.pendings).toHaveLength(1);
+    await limiter.pendings[0];
+  });
+});
+
 describe("configuration errors are thrown by rateLimiter(), not at the first request", () => {
   const { store } = clock();
   const limiter = threePerMinute(store);
   const cases: [string, unknown, RegExp][] = [
     ["no options", undefined, /rateLimiter needs an options object/],
-    ["neither key nor trust", { limiter }, /key must be a function of the context .*got key undefined/],
+    ["neither key nor trust", { limiter }, /^\[sluice\] rateLimiter: key must be a function \(c\) => string, or give trust .*got key undefined/],
     ["key that is not a function", { limiter, key: "x-api-key" }, /key must be a function .*got key "x-api-key"/],
     ["key and trust", { limiter, key: () => "k", trust: 1 }, /give key or trust, not both/],
     ["bad trust", { limiter, trust: "x-forwarded-for" }, /trust must be "cloudflare", "vercel" or a positive integer/],
