@@ -220,6 +220,42 @@ describe("rateLimitProxy", () => {
     expect((await second).headers.get("x-middleware-next")).toBe("1");
   });
 
+  it("callbacks get Next's (request, event); tier and onLimited get what Sluice adds right after the request", async () => {
+    const calls: [string, unknown[]][] = [];
+    const record =
+      <T>(name: string, value: T) =>
+      (...args: unknown[]) => {
+        calls.push([name, args]);
+        return value;
+      };
+    const proxy = rateLimitProxy({
+      tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
+      store: new MemoryStore({ clock: () => T0 }),
+      key: record("key", "k"),
+      skip: record("skip", false),
+      cost: record("cost", 1),
+      tier: record("tier", "free"),
+      onLimited: record("onLimited", new Response("no", { status: 429 })),
+    });
+    const event = { waitUntil: () => {} } as unknown as NextFetchEvent;
+    const first = request();
+    await proxy(first, event);
+    expect(calls).toEqual([
+      ["skip", [first, event]],
+      ["key", [first, event]],
+      ["tier", [first, "k", event]],
+      ["cost", [first, event]],
+    ]);
+    calls.length = 0;
+    const second = request();
+    expect((await proxy(second, event)).status).toBe(429);
+    const [name, args] = calls[3] ?? [];
+    expect(name).toBe("onLimited");
+    expect(args?.[0]).toBe(second);
+    expect(args?.[1]).toMatchObject({ allowed: false, reason: "limit" });
+    expect(args?.[2]).toBe(event);
+  });
+
   describe("around an existing proxy", () => {
     it("runs it for allowed requests only, with the event, and adds the headers to its response", async () => {
       const inner = vi.fn((r: NextRequest, event: NextFetchEvent) => {
@@ -290,7 +326,7 @@ describe("rateLimitProxy", () => {
     const limiter = limiterOf(fixedWindow({ limit: 1, window: "1m" }));
     const cases: Array<[string, unknown, RegExp]> = [
       ["no options", undefined, /rateLimitProxy needs an options object/],
-      ["neither key nor trust", { limiter }, /rateLimitProxy: key must be a function of the request.*No header is trusted by default/],
+      ["neither key nor trust", { limiter }, /rateLimitProxy: key must be a function \(request, event\) => string, or give trust .*No header is trusted by default/],
       ["key and trust", { limiter, key: byApiKey, trust: "vercel" }, /give key or trust, not both/],
       ["an unknown trust", { limiter, trust: "x-forwarded-for" }, /rateLimitProxy: trust must be "cloudflare", "vercel" or a positive integer/],
       ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /ipv6Subnet applies only with trust/],
@@ -335,6 +371,62 @@ describe("withRateLimit", () => {
     expect(handler).toHaveBeenCalledTimes(2);
     expect((await GET(request("/api/teams/blue"), ctx("blue"))).status).toBe(200);
     expect(handler).toHaveBeenCalledTimes(3);
+  });
+
+  it("the handler gets the decision as its last argument (undefined when skipped)", async () => {
+    const seen: [NextRequest, Ctx | undefined, Decision | undefined][] = [];
+    const GET = withRateLimit(
+      (r: NextRequest, c: Ctx | undefined, decision: Decision | undefined) => {
+        expectTypeOf(decision).toEqualTypeOf<Decision | undefined>();
+        seen.push([r, c, decision]);
+        return Response.json({ remaining: decision?.remaining ?? null });
+      },
+      { limiter: limiterOf(fixedWindow({ limit: 2, window: "1m" })), key: byApiKey, skip: (r) => r.nextUrl.pathname === "/health" },
+    );
+    const r = request();
+    const c = ctx("red");
+    expect(await (await GET(r, c)).json()).toEqual({ remaining: 1 });
+    expect(seen[0]?.[0]).toBe(r);
+    expect(seen[0]?.[1]).toBe(c);
+    expect(seen[0]?.[2]).toMatchObject({ allowed: true, remaining: 1, limit: 2, policy: "2-per-1m", reason: "ok" });
+    expect(await (await GET(request("/health"), c)).json()).toEqual({ remaining: null });
+    expect(seen[1]?.[2]).toBeUndefined();
+  });
+
+  it("callbacks get (request, context); tier and onLimited get what Sluice adds right after the request", async () => {
+    const calls: [string, unknown[]][] = [];
+    const record =
+      <T>(name: string, value: T) =>
+      (...args: unknown[]) => {
+        calls.push([name, args]);
+        return value;
+      };
+    const GET = withRateLimit(() => new Response("ok"), {
+      tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
+      store: new MemoryStore({ clock: () => T0 }),
+      key: record("key", "k"),
+      skip: record("skip", false),
+      cost: record("cost", 1),
+      tier: record("tier", "free"),
+      onLimited: record("onLimited", new Response("no", { status: 429 })),
+    });
+    const c = ctx("red");
+    const first = request();
+    await GET(first, c);
+    expect(calls).toEqual([
+      ["skip", [first, c]],
+      ["key", [first, c]],
+      ["tier", [first, "k", c]],
+      ["cost", [first, c]],
+    ]);
+    calls.length = 0;
+    const second = request();
+    expect((await GET(second, c)).status).toBe(429);
+    const [name, args] = calls[3] ?? [];
+    expect(name).toBe("onLimited");
+    expect(args?.[0]).toBe(second);
+    expect(args?.[1]).toMatchObject({ allowed: false, reason: "limit" });
+    expect(args?.[2]).toBe(c);
   });
 
   it("a handler response with immutable headers is copied; headers the handler set win", async () => {
@@ -400,6 +492,6 @@ describe("withRateLimit", () => {
 
   it("a handler that returns no Response is a TypeError naming withRateLimit", async () => {
     const GET = withRateLimit((() => undefined) as never, { limiter: limiterOf(fixedWindow({ limit: 5, window: "1m" })), key: byApiKey });
-    await expect(GET(request(), undefined)).rejects.toThrow(/withRateLimit: the route handler must return a Response; got undefined/);
+    await expect(GET(request(), undefined)).rejects.toThrow(new TypeError("[sluice] withRateLimit: the handler must return a Response; got undefined"));
   });
 });

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { SluiceConfigError } from "@sluice/core";
+import { SluiceConfigError, describeValue } from "@sluice/core";
 import { type NextFetchEvent, type NextRequest, NextResponse } from "next/server.js";
-import { type RateLimitOptions, buildGuard, keepAlive, kind, sleep } from "./options.js";
+import { type RateLimitOptions, nextPipeline } from "./options.js";
 
 /** What a proxy (or middleware) function may return: a response, or nothing to continue. */
 export type ProxyResult = Response | null | undefined | void;
@@ -14,8 +14,11 @@ export type ProxyResult = Response | null | undefined | void;
 /** A proxy function as Next.js calls it (the shape of `NextProxy` from `next/server`). */
 export type ProxyFunction = (request: NextRequest, event: NextFetchEvent) => ProxyResult | Promise<ProxyResult>;
 
-/** Options of {@link rateLimitProxy}: the common options, plus an existing proxy to run for allowed requests. */
-export type RateLimitProxyOptions = RateLimitOptions & {
+/**
+ * Options of {@link rateLimitProxy}: the common options over `(request, event)` — so
+ * `onLimited(request, decision, event)` — plus an existing proxy to run for allowed requests.
+ */
+export type RateLimitProxyOptions = RateLimitOptions<[event: NextFetchEvent]> & {
   /**
    * Your own proxy function, run for every request that is allowed (or skipped). Its response —
    * `NextResponse.next()`, a rewrite, a redirect, a response of its own, or nothing (meaning
@@ -33,7 +36,7 @@ export type RateLimitProxy = (request: NextRequest, event?: NextFetchEvent) => P
 function toNextResponse(response: Response, where: string): NextResponse {
   if (response instanceof NextResponse) return response;
   if (typeof response !== "object" || response === null || typeof (response as Partial<Response>).status !== "number") {
-    throw new SluiceConfigError(`${where}: proxy must return a Response, a NextResponse or nothing; got ${kind(response)}`);
+    throw new SluiceConfigError(`${where}: proxy must return a Response, a NextResponse or nothing; got ${describeValue(response)}`);
   }
   if (response.type === "error" || response.status === 0) {
     throw new SluiceConfigError(`${where}: a network error (Response.error()) cannot be returned from a proxy; return a response with a status`);
@@ -42,25 +45,24 @@ function toNextResponse(response: Response, where: string): NextResponse {
   return new NextResponse(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
+/** Marks the event made up for a call without one. */
+const STAND_IN = Symbol("sluice.standInEvent");
+
 /**
- * The event handed to your `proxy` when the returned function is called without one (a unit test
- * calling `proxy(request)`): `next/server` exports `NextFetchEvent` as a type only, so this is a
- * stand-in whose `waitUntil` passes the promise to the `waitUntil` option, if any (else the
- * promise simply runs: outside Next.js there is no invocation to keep alive).
+ * The event used when the returned function is called without one (a unit test calling
+ * `proxy(request)`): `next/server` exports `NextFetchEvent` as a type only, so this is a stand-in
+ * whose `waitUntil` passes the promise to the `waitUntil` option, if any (else the promise simply
+ * runs: outside Next.js there is no invocation to keep alive).
  */
 function standInEvent(request: NextRequest, waitUntil: ((promise: Promise<unknown>) => void) | undefined): NextFetchEvent {
   const event = {
+    [STAND_IN]: true,
     sourcePage: request.nextUrl.pathname,
     waitUntil(promise: Promise<unknown>): void {
       waitUntil?.(promise);
     },
   };
   return event as unknown as NextFetchEvent;
-}
-
-function addMissing(response: NextResponse, headers: Headers): NextResponse {
-  for (const [name, value] of headers) if (!response.headers.has(name)) response.headers.set(name, value);
-  return response;
 }
 
 /**
@@ -79,26 +81,10 @@ function addMissing(response: NextResponse, headers: Headers): NextResponse {
  * shared store (`UpstashStore` from `@sluice/redis`) once there is more than one instance: a
  * `MemoryStore` counts per process (per isolate on the edge).
  *
- * @param {RateLimitProxyOptions} options - The options.
- * @param {RateLimiter} [options.limiter] - The limiter to check requests against. Give this, or `tiers` and `tier`.
- * @param {Record<string, Policy | Policy[]>} [options.tiers] - Tier name → its limits; each tier gets its own namespace.
- * @param {(request: NextRequest, key: string) => string | Promise<string>} [options.tier] - The tier of a request (required with `tiers`); cached per key.
- * @param {number} [options.tierCacheTtlMs=300_000] - How long a key's tier is cached, in ms; 0 disables the cache.
- * @param {number} [options.tierCacheMaxKeys=10_000] - The most keys whose tier is cached.
- * @param {Store} [options.store=new MemoryStore()] - With `tiers`: where the state lives.
- * @param {string} [options.prefix="sluice"] - With `tiers`: tier `t` uses the prefix `${prefix}:${t}`.
- * @param {"fallback" | "allow" | "deny"} [options.onStoreError="fallback"] - With `tiers`: what to do when the store fails.
- * @param {number} [options.timeoutMs] - With `tiers`: ms a store call may take before it counts as failed.
- * @param {(error: unknown) => void} [options.onStoreFailure] - With `tiers`: called on each store failure.
- * @param {(request: NextRequest) => string | Promise<string>} [options.key] - The rate-limit key of a request. Give `key` or `trust`.
- * @param {"vercel" | "cloudflare" | number} [options.trust] - Key by client address from the named platform's header; requests without a trusted address share the key `"unknown"`.
- * @param {number} [options.ipv6Subnet=64] - With `trust`: IPv6 clients are keyed by this prefix length.
- * @param {number | ((request: NextRequest) => number | Promise<number>)} [options.cost=1] - Units a request consumes.
- * @param {(request: NextRequest) => boolean | Promise<boolean>} [options.skip] - Requests for which this returns `true` are not limited and get no headers.
- * @param {HeaderStyle | HeaderStyle[] | false} [options.headers=["ietf", "legacy"]] - Header styles to write.
- * @param {(request: NextRequest, decision: Decision) => Response | Promise<Response>} [options.onLimited] - The response for a denied request; default an RFC 9457 429.
- * @param {(promise: Promise<unknown>) => void} [options.waitUntil] - Where `decision.pending` goes when Next.js passed no event (e.g. `after`); default: awaited.
- * @param {ProxyFunction} [options.proxy] - Your own proxy, run for allowed (and skipped) requests.
+ * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
+ *   `onLimited`, `waitUntil` (see `RateLimitCommonOptions`, and `TierSettings` in `@sluice/core`),
+ *   and `proxy`. Callbacks get `(request, event)`, with what Sluice adds right after the request:
+ *   `tier(request, key, event)`, `onLimited(request, decision, event)`.
  * @returns {RateLimitProxy} The proxy function.
  *
  * @example proxy.ts
@@ -127,21 +113,26 @@ function addMissing(response: NextResponse, headers: Headers): NextResponse {
  */
 export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
   const where = "rateLimitProxy";
-  const guard = buildGuard<[]>(options, where);
+  const waitUntil = options?.waitUntil;
+  const { handle } = nextPipeline<[event: NextFetchEvent]>(options, {
+    where,
+    params: "request, event",
+    request: (request) => request,
+    // Next.js's event; without one, the waitUntil option, else the work is awaited
+    waitUntil: (_request, event) => (STAND_IN in event ? waitUntil : (promise) => event.waitUntil(promise)),
+  });
   const inner = options.proxy;
-  const waitUntil = options.waitUntil;
   if (inner !== undefined && typeof inner !== "function") {
-    throw new SluiceConfigError(`${where}: proxy must be a function (request, event) => response or nothing; got ${kind(inner)}`);
+    throw new SluiceConfigError(`${where}: proxy must be a function (request, event) => response or nothing; got ${describeValue(inner)}`);
   }
 
   return async function rateLimitProxy(request: NextRequest, event?: NextFetchEvent): Promise<NextResponse> {
-    const { decision, headers, response } = await guard({ request, extra: [] });
-    if (decision !== undefined) await keepAlive(decision.pending, event, waitUntil);
-    if (response !== undefined) return toNextResponse(response, where);
-    if (decision !== undefined && decision.delayMs > 0) await sleep(decision.delayMs);
-    const result = inner === undefined ? undefined : await inner(request, event ?? standInEvent(request, waitUntil));
-    if (result === undefined || result === null) return NextResponse.next({ headers });
-    return addMissing(toNextResponse(result, where), headers);
+    const nextEvent = event ?? standInEvent(request, waitUntil);
+    const response = await handle([request, nextEvent], async () => {
+      const result = inner === undefined ? undefined : await inner(request, nextEvent);
+      return result === undefined || result === null ? NextResponse.next() : toNextResponse(result, where);
+    });
+    return toNextResponse(response, where);
   };
 }
 

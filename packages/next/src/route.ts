@@ -3,19 +3,24 @@
  *
  * @module
  */
-import { SluiceConfigError } from "@sluice/core";
+import { type Decision, SluiceConfigError, describeValue } from "@sluice/core";
 import type { NextRequest } from "next/server.js";
-import { type RateLimitOptions, buildGuard, keepAlive, kind, sleep, withHeaders } from "./options.js";
+import { type RateLimitOptions, nextPipeline } from "./options.js";
 
 /**
- * A route handler as Next.js calls it: the request, then the route context (`{ params }`, a
- * promise of the dynamic segments). A handler that takes only the request fits too.
+ * A route handler as Next.js calls it — the request, then the route context (`{ params }`, a
+ * promise of the dynamic segments) — and then the request's decision (`undefined` when `skip`
+ * said so). A handler that takes only the request fits too.
  */
-export type RouteHandler<Context = unknown> = (request: NextRequest, context: Context) => Response | Promise<Response>;
+export type RouteHandler<Context = unknown> = (
+  request: NextRequest,
+  context: Context,
+  rateLimit: Decision | undefined,
+) => Response | Promise<Response>;
 
 /**
  * Options of {@link withRateLimit}: every function gets the request first and the route context
- * (`{ params }`) last.
+ * (`{ params }`) last: `key(request, context)`, `onLimited(request, decision, context)`.
  */
 export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context: Context]>;
 
@@ -23,14 +28,15 @@ export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context:
  * Rate limiting for one App Router route handler. Each call is keyed (`key`, or the client
  * address with `trust`) and checked against the limiter (or its tier's limits): a denied request
  * gets the 429 (`application/problem+json`, RFC 9457) or `onLimited`'s response and the handler
- * does not run; an allowed one runs the handler, and its response gets the rate-limit headers
+ * does not run; an allowed one runs the handler — with the decision as its last argument,
+ * `handler(request, context, decision)` — and its response gets the rate-limit headers
  * (headers it already has win; a response with immutable headers is copied). A decision that
  * asks to be shaped (`delayMs > 0`) waits `delayMs` before the handler runs. Misconfiguration
  * throws `SluiceConfigError` naming the option when `withRateLimit()` is called.
  *
  * Works on both route runtimes (`export const runtime = "edge"` or the default `"nodejs"`).
  *
- * @param {RouteHandler} handler - The route handler to protect.
+ * @param {RouteHandler} handler - The route handler to protect: `(request, context, decision)`.
  * @param {WithRateLimitOptions} options - The same options as `rateLimitProxy` (without `proxy`); every function receives `(request, ..., context)`.
  * @returns {RouteHandler} The wrapped handler, to export as `GET`, `POST`, ….
  *
@@ -42,7 +48,7 @@ export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context:
  * const limiter = new RateLimiter({ limits: tokenBucket({ capacity: 10, refillRate: 1 }) });
  *
  * export const GET = withRateLimit(
- *   async (request) => Response.json({ hello: "world" }),
+ *   async (request, context, decision) => Response.json({ hello: "world", remaining: decision?.remaining }),
  *   { limiter, key: (request) => request.headers.get("x-api-key") ?? "anonymous" },
  * );
  * ```
@@ -61,23 +67,20 @@ export function withRateLimit<Context = unknown>(
 ): (request: NextRequest, context: Context) => Promise<Response> {
   const where = "withRateLimit";
   if (typeof handler !== "function") {
-    throw new SluiceConfigError(`${where}: the first argument must be the route handler, (request, context) => Response; got ${kind(handler)}`);
+    throw new SluiceConfigError(`${where}: the first argument must be the route handler, (request, context) => Response; got ${describeValue(handler)}`);
   }
   if (typeof options === "object" && options !== null && "proxy" in options) {
     throw new SluiceConfigError(`${where}: proxy is an option of rateLimitProxy; a route handler is wrapped directly`);
   }
-  const guard = buildGuard<[context: Context]>(options, where);
-  const waitUntil = options.waitUntil;
+  const waitUntil = options?.waitUntil;
+  const { handle } = nextPipeline<[context: Context]>(options, {
+    where,
+    params: "request, context",
+    request: (request) => request,
+    waitUntil: () => waitUntil,
+  });
 
-  return async function rateLimited(request: NextRequest, context: Context): Promise<Response> {
-    const { decision, headers, response } = await guard({ request, extra: [context] });
-    if (decision !== undefined) await keepAlive(decision.pending, undefined, waitUntil);
-    if (response !== undefined) return response;
-    if (decision !== undefined && decision.delayMs > 0) await sleep(decision.delayMs);
-    const result = await handler(request, context);
-    if (typeof result !== "object" || result === null || typeof (result as Partial<Response>).status !== "number") {
-      throw new TypeError(`[sluice] ${where}: the route handler must return a Response; got ${kind(result)}`);
-    }
-    return withHeaders(result, headers);
+  return function rateLimited(request: NextRequest, context: Context): Promise<Response> {
+    return handle([request, context], (decision) => handler(request, context, decision));
   };
 }
