@@ -4,25 +4,26 @@
  * @module
  */
 import {
-  type ClientIpTrust,
   type Decision,
-  type Guard,
-  type GuardOptions,
-  type HeadersOption,
-  type Policy,
+  type Pipeline,
+  type PipelineCommonOptions,
+  type PipelineLimiterOptions,
+  type PipelineOptions,
+  type PipelineTieredOptions,
+  type Platform,
   RateLimiter,
   SluiceConfigError,
   type Store,
-  type StoreErrorMode,
   UNKNOWN_CLIENT_KEY,
-  addRateLimitHeaders,
-  clientIp,
-  createGuard,
+  createPipeline,
+  describeValue,
   fixedWindow,
-  validateClientIpOptions,
 } from "@sluice/core";
 
 export { UNKNOWN_CLIENT_KEY };
+
+/** A module Worker's arguments. */
+type WorkerArgs<Env> = [request: Request, env: Env, ctx: ExecutionContext];
 
 /** A Worker's `fetch` with the request's decision as a fourth argument (`undefined` when `skip` said so). */
 export type RateLimitedFetch<Env> = (
@@ -42,40 +43,11 @@ export type WithRateLimitHandler<Env, H = object> = Omit<H, "fetch"> & {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response>;
 };
 
-/** Options every form of {@link withRateLimit} takes. Functions receive the Worker's `(request, env, ctx)`. */
-export interface WithRateLimitCommonOptions<Env> {
-  /** The rate-limit key of a request (an API key, a user id). Give exactly one of `key` and `trust`. */
-  key?: (request: Request, env: Env, ctx: ExecutionContext) => string | Promise<string>;
-  /**
-   * Key requests by client address with `clientIp(request, { trust })` from `@sluice/core`. On
-   * Workers, `"cloudflare"` reads `CF-Connecting-IP`, which Cloudflare's edge sets. A request whose
-   * address cannot be established is keyed `"unknown"` (one shared quota). Give exactly one of
-   * `key` and `trust`.
-   */
-  trust?: ClientIpTrust;
-  /**
-   * With `trust`: IPv6 clients are keyed by this prefix length.
-   * @default 64
-   */
-  ipv6Subnet?: number;
-  /**
-   * Units a request consumes: a positive safe integer, or a function of the request.
-   * @default 1
-   */
-  cost?: number | ((request: Request, env: Env, ctx: ExecutionContext) => number | Promise<number>);
-  /** Requests for which this returns `true` are not limited: no decision, no headers. */
-  skip?: (request: Request, env: Env, ctx: ExecutionContext) => boolean | Promise<boolean>;
-  /**
-   * Header styles: `"ietf"`, `"draft-7"`, `"draft-6"`, `"legacy"`, a list of them, or `false`.
-   * @default ["ietf", "legacy"]
-   */
-  headers?: HeadersOption;
-  /** The response for a denied request instead of the RFC 9457 429; the rate-limit headers are added to it. */
-  onLimited?: (request: Request, env: Env, ctx: ExecutionContext, decision: Decision) => Response | Promise<Response>;
-}
+/** Options every form of {@link withRateLimit} takes: core's `PipelineCommonOptions` over the Worker's `(request, env, ctx)`. */
+export type WithRateLimitCommonOptions<Env> = PipelineCommonOptions<WorkerArgs<Env>>;
 
 /** {@link withRateLimit} over one limiter. */
-export interface WithRateLimitLimiterOptions<Env> extends WithRateLimitCommonOptions<Env> {
+export interface WithRateLimitLimiterOptions<Env> extends Omit<PipelineLimiterOptions<WorkerArgs<Env>>, "limiter"> {
   /**
    * The limiter, or — since a Durable Object store needs the namespace binding from `env` — a
    * factory `(env) => RateLimiter`, called once per `env` object (the runtime passes the same one
@@ -84,51 +56,25 @@ export interface WithRateLimitLimiterOptions<Env> extends WithRateLimitCommonOpt
   limiter: RateLimiter | ((env: Env) => RateLimiter);
 }
 
-/** {@link withRateLimit} with plans: each tier its own limits and key namespace. */
-export interface WithRateLimitTieredOptions<Env> extends WithRateLimitCommonOptions<Env> {
-  /** Tier name → its limits, e.g. `{ free: [...], pro: [...] }`. */
-  tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
-  /** The tier of a request and its key (a KV or D1 lookup, say); cached per key for `tierCacheTtlMs`. */
-  tier: (request: Request, env: Env, key: string) => string | Promise<string>;
+/** {@link withRateLimit} with plans (`tiers` + `tier(request, env, ctx, key)`): each tier its own limits and key namespace. */
+export interface WithRateLimitTieredOptions<Env> extends Omit<PipelineTieredOptions<WorkerArgs<Env>>, "store"> {
   /**
    * Where every tier's state lives: a store, or a factory `(env) => Store` (called once per `env`),
    * e.g. `(env) => new DurableObjectStore(env.SLUICE)`.
    * @default a MemoryStore per isolate
    */
   store?: Store | ((env: Env) => Store);
-  /** Tier `t` keeps its counters under `${prefix}:${t}`. @default "sluice" */
-  prefix?: string;
-  /** @default 300_000 */
-  tierCacheTtlMs?: number;
-  /** @default 10_000 */
-  tierCacheMaxKeys?: number;
-  /** @default "fallback" */
-  onStoreError?: StoreErrorMode;
-  timeoutMs?: number;
-  onStoreFailure?: (error: unknown) => void;
 }
 
 /** Options of {@link withRateLimit}: `limiter`, or `tiers` + `tier`; and `key` or `trust`. */
 export type WithRateLimitOptions<Env> = WithRateLimitLimiterOptions<Env> | WithRateLimitTieredOptions<Env>;
 
-/** What the guard sees of a request. */
-interface WorkerContext<Env> {
-  request: Request;
-  env: Env;
-  ctx: ExecutionContext;
-}
-
-function kind(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "function") return "a function";
-  if (value === null || typeof value !== "object") return String(value);
-  return Array.isArray(value) ? "an array" : "an object";
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
+const platform: Platform<WorkerArgs<unknown>> = {
+  where: "withRateLimit",
+  params: "request, env, ctx",
+  request: (request) => request,
+  waitUntil: (_request, _env, ctx) => (typeof ctx?.waitUntil === "function" ? (promise) => ctx.waitUntil(promise) : undefined),
+};
 
 /**
  * Rate-limits a module Worker. Each request is keyed (`key`, or the client address with `trust`)
@@ -146,7 +92,10 @@ function sleep(ms: number): Promise<void> {
  * invalid limiter returned by the factory: at the first request).
  *
  * @param handler - `{ fetch(request, env, ctx, rateLimit) }` (plus any other handlers), or the `fetch` function alone.
- * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), and `cost`, `skip`, `headers`, `onLimited`.
+ * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
+ *   `onLimited` (see `PipelineCommonOptions` and `TierSettings` in `@sluice/core`). Callbacks get
+ *   the Worker's `(request, env, ctx)`, then what Sluice adds: `tier(request, env, ctx, key)`,
+ *   `onLimited(request, env, ctx, decision)`.
  * @returns The handler object with its `fetch` rate-limited.
  *
  * @example
@@ -182,115 +131,48 @@ export function withRateLimit<Env = unknown, H extends RateLimitedHandler<Env> =
         ? handler
         : undefined;
   if (inner === undefined) {
-    throw new SluiceConfigError(`withRateLimit: handler must be a module Worker's { fetch(request, env, ctx) } or a fetch function; got ${kind(handler)}`);
+    throw new SluiceConfigError(
+      `withRateLimit: handler must be a module Worker's { fetch(request, env, ctx) } or a fetch function; got ${describeValue(handler)}`,
+    );
   }
-  const guardFor = guardFactory(options);
+  const pipelineFor = pipelines(options);
 
-  async function fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const guard = guardFor(env);
-    const { decision, headers, response } = await guard({ request, env, ctx });
-    if (decision === undefined) return inner!.fetch(request, env, ctx, undefined);
-    ctx?.waitUntil?.(decision.pending);
-    if (response !== undefined) return response;
-    if (decision.delayMs > 0) await sleep(decision.delayMs);
-    return addRateLimitHeaders(await inner!.fetch(request, env, ctx, decision), headers);
+  function fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+    return pipelineFor(env).handle([request, env, ctx], (decision) => inner!.fetch(request, env, ctx, decision));
   }
 
   const wrapped = typeof handler === "function" ? { fetch } : { ...handler, fetch };
   return wrapped as unknown as WithRateLimitHandler<Env, H>;
 }
 
-/** Validates `options` now and returns `env → guard`, building each `env`'s guard once. */
-function guardFactory<Env>(options: WithRateLimitOptions<Env>): (env: Env) => Guard<WorkerContext<Env>> {
-  if (typeof options !== "object" || options === null) {
-    throw new SluiceConfigError(`withRateLimit needs an options object with limiter (or tiers) and key (or trust); got ${kind(options)}`);
-  }
-  const { key, trust, ipv6Subnet, cost, skip, onLimited } = options;
-  if (key !== undefined && trust !== undefined) {
-    throw new SluiceConfigError("withRateLimit: give key or trust, not both (trust keys requests by client address)");
-  }
-  let keyOf: (c: WorkerContext<Env>) => string | Promise<string>;
-  if (trust !== undefined) {
-    validateClientIpOptions({ trust, ipv6Subnet }, "withRateLimit");
-    const ipOptions = { trust, ipv6Subnet };
-    keyOf = (c) => clientIp(c.request, ipOptions) ?? UNKNOWN_CLIENT_KEY;
-  } else if (typeof key === "function") {
-    if (ipv6Subnet !== undefined) throw new SluiceConfigError("withRateLimit: ipv6Subnet applies only with trust");
-    keyOf = (c) => key(c.request, c.env, c.ctx);
-  } else {
-    throw new SluiceConfigError(
-      `withRateLimit: key must be a function (request, env, ctx) => string, or give trust ("cloudflare" on Workers) to key by client address; got key ${kind(key)}`,
-    );
-  }
-  for (const [name, value] of [
-    ["skip", skip],
-    ["onLimited", onLimited],
-  ] as const) {
-    if (value !== undefined && typeof value !== "function") throw new SluiceConfigError(`withRateLimit: ${name} must be a function; got ${kind(value)}`);
-  }
-  const common = {
-    key: keyOf,
-    headers: options.headers,
-    cost: typeof cost === "function" ? (c: WorkerContext<Env>) => cost(c.request, c.env, c.ctx) : cost,
-    skip: skip === undefined ? undefined : (c: WorkerContext<Env>) => skip(c.request, c.env, c.ctx),
-    onLimited: onLimited === undefined ? undefined : (d: Decision, c: WorkerContext<Env>) => onLimited(c.request, c.env, c.ctx, d),
+/** Validates `options` now and returns `env → pipeline`, building each `env`'s pipeline once (the factories need `env`). */
+function pipelines<Env>(options: WithRateLimitOptions<Env>): (env: Env) => Pipeline<WorkerArgs<Env>> {
+  const { limiter, store } = (typeof options === "object" && options !== null ? options : {}) as { limiter?: unknown; store?: unknown };
+  const make = (env: Env, validateOnly: boolean): Pipeline<WorkerArgs<Env>> => {
+    let made = limiter;
+    if (typeof limiter === "function") {
+      made = validateOnly ? new RateLimiter({ limits: fixedWindow({ limit: 1, window: 1000 }) }) : limiter(env);
+      if (!(made instanceof RateLimiter)) {
+        throw new SluiceConfigError(`withRateLimit: the limiter factory must return a RateLimiter; got ${describeValue(made)}`);
+      }
+    }
+    // with a store factory, the options are checked against a throwaway MemoryStore first
+    const resolved = typeof store === "function" ? (validateOnly ? undefined : store(env)) : store;
+    const concrete = typeof options === "object" && options !== null ? { ...options, limiter: made, store: resolved } : options;
+    return createPipeline(concrete as PipelineOptions<WorkerArgs<Env>>, platform);
   };
+  const first = make(undefined as Env, true);
+  if (typeof limiter !== "function" && typeof store !== "function") return () => first;
 
-  let build: (env: Env) => Guard<WorkerContext<Env>>;
-  if ("tiers" in options && options.tiers !== undefined) {
-    if ((options as { limiter?: unknown }).limiter !== undefined) throw new SluiceConfigError("withRateLimit takes either limiter or tiers, not both");
-    const { tier, store } = options;
-    if (typeof tier !== "function") throw new SluiceConfigError(`withRateLimit: tier must be a function (request, env, key) => string; got ${kind(tier)}`);
-    if (store !== undefined && typeof store !== "function" && typeof (store as Partial<Store>).bind !== "function") {
-      throw new SluiceConfigError(`withRateLimit: store must be a Store or a function (env) => Store; got ${kind(store)}`);
-    }
-    const tiered = (resolved: Store | undefined): GuardOptions<WorkerContext<Env>> => ({
-      ...common,
-      tiers: options.tiers,
-      tier: (c, k) => tier(c.request, c.env, k),
-      store: resolved,
-      prefix: options.prefix,
-      tierCacheTtlMs: options.tierCacheTtlMs,
-      tierCacheMaxKeys: options.tierCacheMaxKeys,
-      onStoreError: options.onStoreError,
-      timeoutMs: options.timeoutMs,
-      onStoreFailure: options.onStoreFailure,
-    });
-    if (typeof store === "function") {
-      createGuard(tiered(undefined)); // validates every option now, against a throwaway MemoryStore
-      build = (env) => createGuard(tiered(store(env)));
-    } else {
-      const guard = createGuard(tiered(store));
-      build = () => guard;
-    }
-  } else {
-    const { limiter } = options as WithRateLimitLimiterOptions<Env>;
-    if (limiter instanceof RateLimiter) {
-      const guard = createGuard<WorkerContext<Env>>({ ...common, limiter });
-      build = () => guard;
-    } else if (typeof limiter === "function") {
-      createGuard<WorkerContext<Env>>({ ...common, limiter: new RateLimiter({ limits: fixedWindow({ limit: 1, window: 1000 }) }) });
-      build = (env) => {
-        const made = limiter(env);
-        if (!(made instanceof RateLimiter)) {
-          throw new SluiceConfigError(`withRateLimit: the limiter factory must return a RateLimiter; got ${kind(made)}`);
-        }
-        return createGuard<WorkerContext<Env>>({ ...common, limiter: made });
-      };
-    } else {
-      throw new SluiceConfigError(`withRateLimit needs limiter (a RateLimiter or (env) => RateLimiter) or tiers; got limiter ${kind(limiter)}`);
-    }
-  }
-
-  const byEnv = new WeakMap<object, Guard<WorkerContext<Env>>>();
-  let withoutEnv: Guard<WorkerContext<Env>> | undefined;
+  const byEnv = new WeakMap<object, Pipeline<WorkerArgs<Env>>>();
+  let withoutEnv: Pipeline<WorkerArgs<Env>> | undefined;
   return (env) => {
-    if (typeof env !== "object" || env === null) return (withoutEnv ??= build(env));
-    let guard = byEnv.get(env);
-    if (guard === undefined) {
-      guard = build(env);
-      byEnv.set(env, guard);
+    if (typeof env !== "object" || env === null) return (withoutEnv ??= make(env, false));
+    let pipeline = byEnv.get(env);
+    if (pipeline === undefined) {
+      pipeline = make(env, false);
+      byEnv.set(env, pipeline);
     }
-    return guard;
+    return pipeline;
   };
 }

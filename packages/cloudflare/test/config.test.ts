@@ -77,14 +77,15 @@ describe("withRateLimit", () => {
     ["key and trust", () => withRateLimit(handler, { limiter, key, trust: "cloudflare" }), "give key or trust, not both"],
     ["neither key nor trust", () => withRateLimit(handler, { limiter } as never), "key must be a function (request, env, ctx) => string"],
     ["a bad trust", () => withRateLimit(handler, { limiter, trust: "everyone" as never }), 'withRateLimit: trust must be "cloudflare", "vercel"'],
-    ["no limiter", () => withRateLimit(handler, { key } as never), "withRateLimit needs limiter (a RateLimiter or (env) => RateLimiter) or tiers"],
+    ["no limiter", () => withRateLimit(handler, { key } as never), "withRateLimit needs limiter (a RateLimiter) or tiers; got limiter undefined"],
     ["limiter and tiers", () => withRateLimit(handler, { limiter, key, tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free" } as never), "either limiter or tiers"],
     ["conflicting header styles, with a limiter factory", () => withRateLimit(handler, { limiter: () => limiter, key, headers: ["ietf", "draft-7"] }), "draft-7"],
     ["a bad cost", () => withRateLimit(handler, { limiter: () => limiter, key, cost: 0 }), "cost must be a positive safe integer or a function"],
     ["a skip that is not a function", () => withRateLimit(handler, { limiter, key, skip: true as never }), "withRateLimit: skip must be a function"],
+    ["a limiter factory returning something else", () => withRateLimit(handler, { limiter: () => ({}) as never, key }).fetch(new Request("https://w.test/"), {}, {} as never), "withRateLimit: the limiter factory must return a RateLimiter; got an object"],
     ["tiers without a tier function", () => withRateLimit(handler, { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, key } as never), "withRateLimit: tier must be a function"],
     ["an empty tier, with a store factory", () => withRateLimit(handler, { tiers: { free: [] }, tier: () => "free", key, store: () => undefined as never }), "tiers.free must be a policy or a non-empty list of policies"],
-    ["a store that is not a store", () => withRateLimit(handler, { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key, store: {} as never }), "store must be a Store or a function (env) => Store"],
+    ["a store that is not a store", () => withRateLimit(handler, { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key, store: {} as never }), "withRateLimit: store must be a Store (an object with bind(namespace)); got an object"],
   ])("refuses %s when it is called", (_label, make, message) => {
     expect(make).toThrow(SluiceConfigError);
     expect(make).toThrow(message);

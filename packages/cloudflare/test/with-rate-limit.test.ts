@@ -159,4 +159,20 @@ describe("withRateLimit with tiers and a store factory", () => {
     const fourth = await get("/tiers/x", pro);
     expect([fourth.status, await fourth.json()]).toEqual([429, { plan: "pro", retryAfterMs: 45_000 }]);
   });
+
+  it("callbacks get the Worker's (request, env, ctx), then the key (tier) or the decision (onLimited)", async () => {
+    const log = (await (await fetch(new URL("/__log", worker.url))).json()) as { callbacks: string[] };
+    // the first two requests above: k1 allowed (its tier looked up once), then denied
+    expect(log.callbacks.slice(0, 9)).toEqual([
+      "skip(request, env, ctx)",
+      "key(request, env, ctx)",
+      'tier(request, env, ctx, "k1")',
+      "cost(request, env, ctx)",
+      "skip(request, env, ctx)",
+      "key(request, env, ctx)",
+      "cost(request, env, ctx)",
+      "onLimited(request, env, ctx, decision(denied))",
+      "skip(request, env, ctx)",
+    ]);
+  });
 });
