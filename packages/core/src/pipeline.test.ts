@@ -59,36 +59,26 @@ afterEach(() => {
 
 describe("the callback convention: the framework's arguments first, then key, then decision", () => {
   it("key, skip and cost get the framework's arguments; onLimited gets them and then the decision", async () => {
-    const calls: [string, unknown[]][] = [];
-    const record =
-      <T>(name: string, value: T) =>
-      (...received: unknown[]) => {
-        calls.push([name, received]);
-        return value;
-      };
-    const pipeline = createPipeline<Args>(
-      {
-        limiter: limiterOf(1),
-        key: record("key", "k"),
-        skip: record("skip", false),
-        cost: record("cost", 1),
-        onLimited: record("onLimited", new Response("no", { status: 429 })),
-      },
-      platform,
-    );
+    const key = vi.fn((..._args: Args) => "k");
+    const skip = vi.fn((..._args: Args) => false);
+    const cost = vi.fn((..._args: Args) => 1);
+    const onLimited = vi.fn((..._args: [...Args, Decision]) => new Response("no", { status: 429 }));
+    const pipeline = createPipeline<Args>({ limiter: limiterOf(1), key, skip, cost, onLimited }, platform);
     const first = args();
-    await pipeline.check(...first);
-    expect(calls).toEqual([
-      ["skip", first],
-      ["key", first],
-      ["cost", first],
-    ]);
-    calls.length = 0;
     const second = args();
+    await pipeline.check(...first);
     const { decision } = await pipeline.check(...second);
-    expect(calls.map(([name]) => name)).toEqual(["skip", "key", "cost", "onLimited"]);
-    expect(calls[3]?.[1]).toEqual([...second, decision]);
-    expect(calls[3]?.[1][3]).toBe(decision);
+    expect([skip.mock.calls, key.mock.calls, cost.mock.calls]).toEqual([
+      [first, second],
+      [first, second],
+      [first, second],
+    ]);
+    expect(onLimited.mock.calls).toEqual([[...second, decision]]);
+    expect(onLimited.mock.calls[0]?.[3]).toBe(decision);
+    // in this order: skip, key, cost, then onLimited
+    const order = [skip, key, cost].map((fn) => fn.mock.invocationCallOrder[1] as number);
+    expect([...order].sort((x, y) => x - y)).toEqual(order);
+    expect(onLimited.mock.invocationCallOrder[0]).toBeGreaterThan(order[2] as number);
   });
 
   it("tier gets the framework's arguments, then the key", async () => {
@@ -188,17 +178,18 @@ describe("handle", () => {
   });
 
   it("waits delayMs before calling next", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout"] });
-    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: leakyBucket({ rate: 10, period: "1s", burst: 1, queue: 1 }) });
+    vi.useFakeTimers({ toFake: ["setTimeout", "Date"], now: 0 });
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: leakyBucket({ rate: 10, period: "1s", burst: 1, queue: 2 }) });
     const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, platform);
-    const next = vi.fn(async () => new Response("ok"));
-    await pipeline.handle(args(), next);
-    const second = pipeline.handle(args(), next);
-    await vi.advanceTimersByTimeAsync(99);
-    expect(next).toHaveBeenCalledTimes(1);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(next).toHaveBeenCalledTimes(2);
-    expect((await second).headers.get("x-ratelimit-remaining")).toBe("0");
+    const calledAt: number[] = [];
+    const next = async (decision: Decision | undefined) => {
+      calledAt.push(Date.now());
+      return new Response(`waited ${decision?.delayMs}`);
+    };
+    const answers = Promise.all([0, 1, 2].map(() => pipeline.handle(args(), next)));
+    await vi.runAllTimersAsync();
+    expect(await Promise.all((await answers).map((r) => r.text()))).toEqual(["waited 0", "waited 100", "waited 200"]);
+    expect(calledAt).toEqual([0, 100, 200]);
   });
 
   it("finish copies a response with immutable headers, leaves Response.error() alone and refuses a non-response", async () => {

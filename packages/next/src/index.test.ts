@@ -220,42 +220,6 @@ describe("rateLimitProxy", () => {
     expect((await second).headers.get("x-middleware-next")).toBe("1");
   });
 
-  it("callbacks get Next's (request, event); tier and onLimited get what Sluice adds right after the request", async () => {
-    const calls: [string, unknown[]][] = [];
-    const record =
-      <T>(name: string, value: T) =>
-      (...args: unknown[]) => {
-        calls.push([name, args]);
-        return value;
-      };
-    const proxy = rateLimitProxy({
-      tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
-      store: new MemoryStore({ clock: () => T0 }),
-      key: record("key", "k"),
-      skip: record("skip", false),
-      cost: record("cost", 1),
-      tier: record("tier", "free"),
-      onLimited: record("onLimited", new Response("no", { status: 429 })),
-    });
-    const event = { waitUntil: () => {} } as unknown as NextFetchEvent;
-    const first = request();
-    await proxy(first, event);
-    expect(calls).toEqual([
-      ["skip", [first, event]],
-      ["key", [first, event]],
-      ["tier", [first, "k", event]],
-      ["cost", [first, event]],
-    ]);
-    calls.length = 0;
-    const second = request();
-    expect((await proxy(second, event)).status).toBe(429);
-    const [name, args] = calls[3] ?? [];
-    expect(name).toBe("onLimited");
-    expect(args?.[0]).toBe(second);
-    expect(args?.[1]).toMatchObject({ allowed: false, reason: "limit" });
-    expect(args?.[2]).toBe(event);
-  });
-
   describe("around an existing proxy", () => {
     it("runs it for allowed requests only, with the event, and adds the headers to its response", async () => {
       const inner = vi.fn((r: NextRequest, event: NextFetchEvent) => {
@@ -393,42 +357,6 @@ describe("withRateLimit", () => {
     expect(seen[1]?.[2]).toBeUndefined();
   });
 
-  it("callbacks get (request, context); tier and onLimited get what Sluice adds right after the request", async () => {
-    const calls: [string, unknown[]][] = [];
-    const record =
-      <T>(name: string, value: T) =>
-      (...args: unknown[]) => {
-        calls.push([name, args]);
-        return value;
-      };
-    const GET = withRateLimit(() => new Response("ok"), {
-      tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
-      store: new MemoryStore({ clock: () => T0 }),
-      key: record("key", "k"),
-      skip: record("skip", false),
-      cost: record("cost", 1),
-      tier: record("tier", "free"),
-      onLimited: record("onLimited", new Response("no", { status: 429 })),
-    });
-    const c = ctx("red");
-    const first = request();
-    await GET(first, c);
-    expect(calls).toEqual([
-      ["skip", [first, c]],
-      ["key", [first, c]],
-      ["tier", [first, "k", c]],
-      ["cost", [first, c]],
-    ]);
-    calls.length = 0;
-    const second = request();
-    expect((await GET(second, c)).status).toBe(429);
-    const [name, args] = calls[3] ?? [];
-    expect(name).toBe("onLimited");
-    expect(args?.[0]).toBe(second);
-    expect(args?.[1]).toMatchObject({ allowed: false, reason: "limit" });
-    expect(args?.[2]).toBe(c);
-  });
-
   it("a handler response with immutable headers is copied; headers the handler set win", async () => {
     const responses = [
       () => Response.redirect("https://app.test/elsewhere", 302),
@@ -493,5 +421,51 @@ describe("withRateLimit", () => {
   it("a handler that returns no Response is a TypeError naming withRateLimit", async () => {
     const GET = withRateLimit((() => undefined) as never, { limiter: limiterOf(fixedWindow({ limit: 5, window: "1m" })), key: byApiKey });
     await expect(GET(request(), undefined)).rejects.toThrow(new TypeError("[sluice] withRateLimit: the handler must return a Response; got undefined"));
+  });
+});
+
+describe("the callback convention: Next's arguments, with what Sluice adds right after the request", () => {
+  const event = { waitUntil: () => {} } as unknown as NextFetchEvent;
+  const context = { params: Promise.resolve({ team: "red" }) };
+  type Options = Record<string, unknown>;
+  const entries: [string, (options: Options) => (r: NextRequest) => Promise<Response>, unknown][] = [
+    ["rateLimitProxy: (request, event)", (options) => (r) => rateLimitProxy(options as never)(r, event), event],
+    ["withRateLimit: (request, context)", (options) => (r) => withRateLimit(() => new Response("ok"), options as never)(r, context), context],
+  ];
+
+  it.each(entries)("%s; tier(request, key, ...), onLimited(request, decision, ...)", async (_name, wrap, extra) => {
+    const calls: [string, unknown[]][] = [];
+    const record =
+      <T>(name: string, value: T) =>
+      (...args: unknown[]) => {
+        calls.push([name, args]);
+        return value;
+      };
+    const call = wrap({
+      tiers: { free: fixedWindow({ limit: 1, window: "1m" }) },
+      store: new MemoryStore({ clock: () => T0 }),
+      key: record("key", "k"),
+      skip: record("skip", false),
+      cost: record("cost", 1),
+      tier: record("tier", "free"),
+      onLimited: record("onLimited", new Response("no", { status: 429 })),
+    });
+    const first = request();
+    await call(first);
+    expect(calls).toEqual([
+      ["skip", [first, extra]],
+      ["key", [first, extra]],
+      ["tier", [first, "k", extra]],
+      ["cost", [first, extra]],
+    ]);
+  });
+
+  it.each(entries)("%s: onLimited gets (request, decision, ...)", async (_name, wrap, extra) => {
+    const onLimited = vi.fn(() => new Response("no", { status: 429 }));
+    const call = wrap({ limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, onLimited });
+    await call(request());
+    const second = request();
+    expect((await call(second)).status).toBe(429);
+    expect(onLimited.mock.calls).toEqual([[second, expect.objectContaining({ allowed: false, reason: "limit" }), extra]]);
   });
 });
