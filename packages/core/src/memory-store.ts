@@ -91,10 +91,8 @@ class Slots {
   size = 0;
   #keys: (string | undefined)[] = [];
   #tables: (Table | undefined)[] = [];
-  /** Global slot → the local slot of its key inside its table. */
-  local = new Int32Array(0);
-  #prev = new Int32Array(0);
-  #next = new Int32Array(0);
+  /** Per global slot, three numbers side by side (one cache line): the previous and next slot in recency order, and the key's local slot in its table. */
+  links = new Int32Array(0);
   #head = NONE; // most recently used
   #tail = NONE; // least recently used
   #free: number[] = [];
@@ -117,28 +115,26 @@ class Slots {
     this.#free = [];
     this.#used = 0;
     this.#capacity = 0;
-    this.local = new Int32Array(0);
-    this.#prev = new Int32Array(0);
-    this.#next = new Int32Array(0);
+    this.links = new Int32Array(0);
     this.size = 0;
     this.#head = this.#tail = NONE;
   }
 
   /** Marks global slot `slot` most recently used. */
   touch(slot: number): void {
-    if (slot === this.#head) return;
-    const prev = this.#prev;
-    const next = this.#next;
-    const p = prev[slot] as number;
-    const n = next[slot] as number;
+    const head = this.#head;
+    if (slot === head) return;
+    const links = this.links;
+    const p = links[3 * slot] as number;
+    const n = links[3 * slot + 1] as number;
     // unlink (slot is not the head, so p !== NONE)
-    next[p] = n;
+    links[3 * p + 1] = n;
     if (n === NONE) this.#tail = p;
-    else prev[n] = p;
+    else links[3 * n] = p;
     // link at the head
-    prev[slot] = NONE;
-    next[slot] = this.#head;
-    prev[this.#head] = slot;
+    links[3 * slot] = NONE;
+    links[3 * slot + 1] = head;
+    links[3 * head] = slot;
     this.#head = slot;
   }
 
@@ -155,13 +151,14 @@ class Slots {
     const stride = table.numStride;
     table.num.fill(0, local * stride, (local + 1) * stride);
     table.globalOf[local] = slot;
-    this.local[slot] = local;
+    const links = this.links;
+    links[3 * slot + 2] = local;
     this.#keys[slot] = key;
     this.#tables[slot] = table;
     // link at the head
-    this.#prev[slot] = NONE;
-    this.#next[slot] = this.#head;
-    if (this.#head !== NONE) this.#prev[this.#head] = slot;
+    links[3 * slot] = NONE;
+    links[3 * slot + 1] = this.#head;
+    if (this.#head !== NONE) links[3 * this.#head] = slot;
     else this.#tail = slot;
     this.#head = slot;
     table.map.set(key, slot);
@@ -174,7 +171,8 @@ class Slots {
     const table = this.#tables[slot] as Table;
     table.map.delete(this.#keys[slot] as string);
     // keep the table packed: the last local slot moves into the freed one
-    const local = this.local[slot] as number;
+    const links = this.links;
+    const local = links[3 * slot + 2] as number;
     const last = --table.count;
     const { numStride, objStride, num, obj } = table;
     if (local !== last) {
@@ -182,19 +180,19 @@ class Slots {
       for (let i = 0; i < objStride; i++) obj[local * objStride + i] = obj[last * objStride + i];
       const moved = table.globalOf[last] as number;
       table.globalOf[local] = moved;
-      this.local[moved] = local;
+      links[3 * moved + 2] = local;
     }
     for (let i = last * objStride, end = i + objStride; i < end; i++) obj[i] = undefined;
     let capacity = table.capacity;
     while (capacity > MIN_TABLE_CAPACITY && table.count < capacity / 4) capacity /= 2;
     if (capacity < table.capacity) table.resize(Math.max(MIN_TABLE_CAPACITY, Math.ceil(capacity)));
     // unlink from the recency list
-    const p = this.#prev[slot] as number;
-    const n = this.#next[slot] as number;
+    const p = links[3 * slot] as number;
+    const n = links[3 * slot + 1] as number;
     if (p === NONE) this.#head = n;
-    else this.#next[p] = n;
+    else links[3 * p + 1] = n;
     if (n === NONE) this.#tail = p;
-    else this.#prev[n] = p;
+    else links[3 * n] = p;
     this.#keys[slot] = undefined;
     this.#tables[slot] = undefined;
     this.#free.push(slot);
@@ -208,14 +206,14 @@ class Slots {
         this.remove(slot);
         return;
       }
-      slot = this.#prev[slot] as number;
+      slot = this.links[3 * slot] as number;
     }
     this.remove(this.#tail);
   }
 
   #expired(slot: number, nowUs: number): boolean {
     const table = this.#tables[slot] as Table;
-    const local = this.local[slot] as number;
+    const local = this.links[3 * slot + 2] as number;
     const { policies, numOffsets, objOffsets } = table.layout;
     for (let i = 0; i < policies.length; i++) {
       const at = expiresAtUs(
@@ -232,15 +230,9 @@ class Slots {
 
   #grow(min: number): void {
     const capacity = Math.min(this.maxKeys, Math.max(min, INITIAL_CAPACITY, this.#capacity * 2));
-    const prev = new Int32Array(capacity);
-    const next = new Int32Array(capacity);
-    const local = new Int32Array(capacity);
-    prev.set(this.#prev);
-    next.set(this.#next);
-    local.set(this.local);
-    this.#prev = prev;
-    this.#next = next;
-    this.local = local;
+    const links = new Int32Array(3 * capacity);
+    links.set(this.links);
+    this.links = links;
     this.#capacity = capacity;
   }
 }
@@ -340,7 +332,7 @@ class MemoryBinding implements BoundStore {
       local = slots.allocate(table, key, nowUs);
     } else {
       slots.touch(slot);
-      local = slots.local[slot] as number;
+      local = slots.links[3 * slot + 2] as number;
     }
     const single = this.#single;
     const policies =
@@ -359,7 +351,7 @@ class MemoryBinding implements BoundStore {
     if (slot === undefined) {
       policies = peekAll(this.#layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs);
     } else {
-      const local = slots.local[slot] as number;
+      const local = slots.links[3 * slot + 2] as number;
       policies = peekAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs);
     }
     return { now: Math.floor(nowUs / 1000), policies };
