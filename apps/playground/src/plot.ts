@@ -182,7 +182,7 @@ export function renderPanel(run: AlgorithmRun, view: View, scales: Scales, x: nu
         const v = s.retryAfterS[b];
         if (v === null || v === undefined) continue;
         out.push(
-          `<rect x="${n(LEFT + b * binWidth)}" y="${n(yOf(v))}" width="${n(Math.max(binWidth - gap, 0.5))}" height="${n(Math.max((v / yMax) * h, 1))}" fill="${COLORS.retryAfter}"/>`,
+          `<rect x="${n(LEFT + b * binWidth)}" y="${n(Math.min(yOf(v), base - 2))}" width="${n(Math.max(binWidth - gap, 0.5))}" height="${n(Math.max((v / yMax) * h, 2))}" fill="${COLORS.retryAfter}"/>`,
         );
       }
       if (run.totals.denied === 0) {
