@@ -112,6 +112,13 @@ function problem(status: number, title: string, detail: string): Response {
   });
 }
 
+/** The decision on a limited route: always set there, since these limiters skip nothing. */
+function decisionOf(c: Context<DemoEnv>): Decision {
+  const decision = c.get("rateLimit");
+  if (decision === undefined) throw new Error("no rate-limit decision: this route is not behind rateLimiter()");
+  return decision;
+}
+
 /** What the `/api` handlers show of a decision. */
 function summary(decision: Decision) {
   return {
@@ -182,17 +189,17 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
       client: apiClientKey(c),
       owner: account?.owner ?? null,
       tier: account?.tier ?? "free",
-      rateLimit: summary(c.get("rateLimit")),
+      rateLimit: summary(decisionOf(c)),
     });
   });
 
   app.get("/api/quote", (c) => {
-    const decision = c.get("rateLimit");
+    const decision = decisionOf(c);
     return c.json({ quote: QUOTES[decision.remaining % QUOTES.length], remaining: decision.remaining });
   });
 
   app.get("/api/export", (c) =>
-    c.json({ export: "ok", cost: ROUTE_COSTS["/api/export"], rateLimit: summary(c.get("rateLimit")) }),
+    c.json({ export: "ok", cost: ROUTE_COSTS["/api/export"], rateLimit: summary(decisionOf(c)) }),
   );
 
   const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
@@ -200,9 +207,9 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
     const body: unknown = await c.req.json().catch(() => undefined);
     const { username, password } = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
     if (username === "demo" && password === "demo") {
-      return c.json({ ok: true, token: "demo-token", attemptsLeft: c.get("rateLimit").remaining });
+      return c.json({ ok: true, token: "demo-token", attemptsLeft: decisionOf(c).remaining });
     }
-    return c.json({ ok: false, error: "invalid credentials", attemptsLeft: c.get("rateLimit").remaining }, 401);
+    return c.json({ ok: false, error: "invalid credentials", attemptsLeft: decisionOf(c).remaining }, 401);
   });
 
   return app;

@@ -44,8 +44,8 @@ app.get("/", (c) => c.text("Sluice on Cloudflare Workers: try /api/hello"));
 app.use("/api/*", rateLimiter({ limiter: apiLimiter, trust: "cloudflare" }));
 
 app.get("/api/hello", (c) => {
-  const decision = c.get("rateLimit");
-  return c.json({ hello: "world", remaining: decision.remaining, policy: decision.policy });
+  const decision = c.get("rateLimit"); // undefined only where a limiter's skip says so
+  return c.json({ hello: "world", remaining: decision?.remaining, policy: decision?.policy });
 });
 
 export default app;
