@@ -265,7 +265,8 @@ for (const store of ["memory", "upstash"] as const) {
             "retry-after": "31",
           },
         ]);
-        expect(seen.slice(0, 2).map((s) => s.body)).toEqual(Array(2).fill(JSON.stringify({ route, store, path })));
+        // the handler got its decision as its last argument
+        expect(seen.slice(0, 2).map((s) => s.body)).toEqual([1, 0].map((remaining) => JSON.stringify({ route, store, path, remaining })));
         expect(seen[2]?.headers["content-type"]).toBe("application/problem+json");
         expect(seen[2]?.body).toBe(problem("burst", 31));
       });
