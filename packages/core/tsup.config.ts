@@ -3,5 +3,5 @@ import { sharedOptions } from "../../tsup.config.base.js";
 
 export default defineConfig({
   ...sharedOptions,
-  entry: ["src/index.ts"],
+  entry: ["src/index.ts", "src/store.ts"],
 });

@@ -5,11 +5,43 @@
  * @module
  */
 
+/**
+ * Where an error records the Sluice classes it belongs to (most derived first), so that `instanceof`
+ * answers the same across two copies of this module: the ESM and CommonJS builds loaded side by
+ * side, or an entry point (`@sluice/core/store`) bundled with its own copy. `Symbol.for` gives every
+ * copy the same key.
+ */
+const CLASSES: unique symbol = Symbol.for("@sluice/core:error-classes") as never;
+
+/** The class name `instanceof` checks for, kept on each class (it survives minifiers that rename classes). */
+const CLASS_NAME: unique symbol = Symbol.for("@sluice/core:error-class-name") as never;
+
 /** Base class of every error Sluice throws. Messages start with `[sluice]`. */
 export class SluiceError extends Error {
+  /** @internal */
+  static readonly [CLASS_NAME]: string = "SluiceError";
+
+  /**
+   * `error instanceof SluiceConfigError` (or any Sluice error class) is true for an error made by
+   * that class in any copy of `@sluice/core`, not only this one.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    // only Sluice's own classes match by name: a subclass of yours keeps the ordinary check
+    if (typeof value !== "object" || value === null || !Object.prototype.hasOwnProperty.call(this, CLASS_NAME)) return false;
+    const classes = (value as { [CLASSES]?: unknown })[CLASSES];
+    return Array.isArray(classes) && classes.includes((this as unknown as { [CLASS_NAME]: string })[CLASS_NAME]);
+  }
+
   override name: string = "SluiceError";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message.startsWith("[sluice]") ? message : `[sluice] ${message}`, options);
+    const classes: string[] = [];
+    for (let c: unknown = new.target; typeof c === "function" && CLASS_NAME in c; c = Object.getPrototypeOf(c)) {
+      const name = (c as { [CLASS_NAME]: string })[CLASS_NAME];
+      if (!classes.includes(name)) classes.push(name);
+    }
+    Object.defineProperty(this, CLASSES, { value: classes, enumerable: false });
   }
 }
 
@@ -26,6 +58,8 @@ export class SluiceError extends Error {
  * ```
  */
 export class SluiceConfigError extends SluiceError {
+  /** @internal */
+  static override readonly [CLASS_NAME]: string = "SluiceConfigError";
   override name = "SluiceConfigError" as const;
 }
 
@@ -39,6 +73,8 @@ export class SluiceConfigError extends SluiceError {
  * ```
  */
 export class SluiceInputError extends SluiceError {
+  /** @internal */
+  static override readonly [CLASS_NAME]: string = "SluiceInputError";
   override name = "SluiceInputError" as const;
 }
 
@@ -53,6 +89,8 @@ export class SluiceInputError extends SluiceError {
  * ```
  */
 export class SluiceTimeoutError extends SluiceError {
+  /** @internal */
+  static override readonly [CLASS_NAME]: string = "SluiceTimeoutError";
   override name = "SluiceTimeoutError" as const;
 }
 
@@ -66,6 +104,8 @@ export class SluiceTimeoutError extends SluiceError {
  * ```
  */
 export class SluiceStoreError extends SluiceError {
+  /** @internal */
+  static override readonly [CLASS_NAME]: string = "SluiceStoreError";
   override name = "SluiceStoreError" as const;
 }
 

@@ -25,10 +25,9 @@ export {
 } from "./algorithms.js";
 export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
 export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
-export { MAX_KEY_LENGTH, MAX_POLICIES, storageKey, policyField, namespaceKey, encodeKeyPart } from "./keys.js";
+export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
 export {
   RateLimiter,
-  toDecision,
   STORE_FAILURE_RETRY_MS,
   DEFAULT_TIMEOUT_MS,
   type RateLimiterOptions,
@@ -36,19 +35,6 @@ export {
   type StoreErrorMode,
 } from "./limiter.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
-export {
-  evaluate,
-  stateNow,
-  peekPolicy,
-  consumeAll,
-  peekAll,
-  layoutOf,
-  expiresAtUs,
-  maxCost,
-  NUM_WIDTH,
-  OBJ_WIDTH,
-  type Layout,
-} from "./engine.js";
 export {
   setRateLimitHeaders,
   resolveHeaderStyles,
@@ -80,6 +66,8 @@ export {
   type Outcome,
   type HeaderList,
 } from "./pipeline.js";
+// writing a store of your own: the contract, the key schema and a pure decide over a JSON state
+// are in the "@sluice/core/store" entry
 export type {
   Decision,
   DecisionReason,

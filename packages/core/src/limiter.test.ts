@@ -23,10 +23,10 @@ import {
   leakyBucket,
   slidingLog,
   slidingWindow,
-  toDecision,
   toMs,
   tokenBucket,
 } from "./index.js";
+import { toDecision } from "./store.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -51,6 +51,28 @@ describe("error classes", () => {
     expect(input.message).toBe("[sluice] key must be a non-empty string");
     expect(new SluiceConfigError("[sluice] [redis] no client").message).toBe("[sluice] [redis] no client");
     expect(String(config)).toBe("SluiceConfigError: [sluice] limit must be a positive safe integer; got 0");
+  });
+
+  it("keep their class across two copies of the module (ESM and CommonJS builds, or a subpath bundled apart)", async () => {
+    const second = "./errors.js?second-copy"; // another query string: Vite loads the module again
+    const copy = (await import(/* @vite-ignore */ second)) as typeof import("./errors.js");
+    expect(copy.SluiceConfigError).not.toBe(SluiceConfigError);
+    const config = new copy.SluiceConfigError("x");
+    const input = new copy.SluiceInputError("x");
+    expect(config).toBeInstanceOf(SluiceConfigError);
+    expect(config).toBeInstanceOf(SluiceError);
+    expect(config).not.toBeInstanceOf(SluiceInputError);
+    expect(input).toBeInstanceOf(SluiceInputError);
+    expect(new copy.SluiceTimeoutError("x")).toBeInstanceOf(SluiceTimeoutError);
+    expect(new copy.SluiceStoreError("x")).toBeInstanceOf(SluiceStoreError);
+    expect(new SluiceInputError("x")).toBeInstanceOf(copy.SluiceInputError);
+    // a plain Error named like one is not one, and a subclass of yours keeps the ordinary check
+    expect(Object.assign(new Error("x"), { name: "SluiceConfigError" })).not.toBeInstanceOf(SluiceConfigError);
+    class MyError extends SluiceConfigError {}
+    expect(new MyError("x")).toBeInstanceOf(SluiceConfigError);
+    expect(new MyError("x")).toBeInstanceOf(copy.SluiceConfigError);
+    expect(config).not.toBeInstanceOf(MyError);
+    expect(Object.keys(config)).toEqual(Object.keys(new Error("x")).concat("name"));
   });
 
   it("pass a cause through", () => {

@@ -36,7 +36,7 @@ function specifiers(source: string): string[] {
 describe("core purity", () => {
   it("finds the sources", () => {
     const files = Object.keys(sources).sort();
-    for (const file of ["./index.ts", "./engine.ts", "./memory-store.ts", "./limiter.ts", "./guard.ts", "./headers.ts", "./client-ip.ts"]) {
+    for (const file of ["./index.ts", "./store.ts", "./engine.ts", "./memory-store.ts", "./limiter.ts", "./guard.ts", "./headers.ts", "./client-ip.ts"]) {
       expect(files).toContain(file);
     }
     expect(files.some((f) => f.endsWith(".test.ts"))).toBe(false);
@@ -64,7 +64,20 @@ describe("core purity", () => {
     expect(withoutComments(code)).not.toMatch(/\brequire\s*\(/);
   });
 
-  it("every source is reached from index.ts through relative imports", () => {
+  it("the entries are index.ts and store.ts, and package.json exports exactly them", () => {
+    const manifest = pkg as unknown as { exports: Record<string, unknown>; typesVersions?: Record<string, Record<string, string[]>> };
+    const entries = Object.entries(manifest.exports)
+      .filter(([subpath]) => subpath !== "./package.json")
+      .map(([subpath, conditions]) => [subpath, (conditions as Record<string, unknown>)["@sluice/source"]]);
+    expect(entries).toEqual([
+      [".", "./src/index.ts"],
+      ["./store", "./src/store.ts"],
+    ]);
+    // node10 resolution (no exports map) finds the subpath's types through typesVersions
+    expect(manifest.typesVersions?.["*"]?.store).toEqual(["./dist/store.d.cts"]);
+  });
+
+  it("every source is reached from an entry (index.ts, store.ts) through relative imports", () => {
     const seen = new Set<string>();
     const visit = (file: string) => {
       if (seen.has(file)) return;
@@ -74,7 +87,20 @@ describe("core purity", () => {
       for (const s of specifiers(code)) visit(`./${s.replace(/^\.\//, "").replace(/\.js$/, ".ts")}`);
     };
     visit("./index.ts");
+    visit("./store.ts");
     expect([...seen].sort()).toEqual(Object.keys(sources).sort());
+  });
+
+  it("the main entry keeps the engine to itself; the store entry has what a store author needs", async () => {
+    const main: Record<string, unknown> = await import("./index.js");
+    const store: Record<string, unknown> = await import("./store.js");
+    for (const name of ["evaluate", "stateNow", "peekPolicy", "consumeAll", "peekAll", "layoutOf", "expiresAtUs", "maxCost", "NUM_WIDTH", "OBJ_WIDTH", "toDecision", "storageKey", "policyField", "namespaceKey", "encodeKeyPart", "assertKey", "assertNamespace", "decideState", "peekState"]) {
+      expect(main, name).not.toHaveProperty(name);
+      expect(store, name).toHaveProperty(name);
+    }
+    for (const name of ["MAX_POLICIES", "MAX_KEY_LENGTH"]) {
+      expect(main[name]).toBe(store[name]);
+    }
   });
 
   it("package.json declares no runtime dependencies", () => {

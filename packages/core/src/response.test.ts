@@ -11,8 +11,8 @@ import {
   limitedResponse,
   quotaExceededProblem,
   setRateLimitHeaders,
-  toDecision,
 } from "./index.js";
+import { toDecision } from "./store.js";
 
 /** 42 s into a minute (18 s before the window ends) and 2 s into a 10-second window. */
 const T0 = 1_700_000_022_000;

@@ -1,0 +1,173 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms.js";
+import { SluiceConfigError, SluiceInputError } from "./errors.js";
+import { MemoryStore } from "./memory-store.js";
+import { type StoredState, assertNamespace, decideState, peekState, policyField } from "./store.js";
+import type { StoreResult } from "./types.js";
+
+const T0 = 1_767_225_600_000;
+const us = (ms: number) => ms * 1000;
+
+/** Freezes `value` and everything in it: a pure function must not change what it is given. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+describe("decideState / peekState", () => {
+  const window = fixedWindow({ limit: 3, window: "1m", name: "w" });
+  const log = slidingLog({ limit: 3, window: "1m", name: "log" });
+
+  it("decides from no state, and hands back the state to write with its expiry", () => {
+    const d = decideState([window, log], undefined, us(T0 + 5), 2);
+    expect(d.policies.map((r) => [r.policy, r.allowed, r.remaining])).toEqual([
+      ["w", true, 1],
+      ["log", true, 1],
+    ]);
+    const windowEnd = Math.ceil((T0 + 5) / 60_000) * 60_000;
+    expect(d.state).toEqual({
+      [policyField(window)]: [us(windowEnd), Math.floor((T0 + 5) / 60_000), 2],
+      [policyField(log)]: [us(T0 + 5 + 60_000), us(T0 + 5), 2],
+    });
+    expect(d.expiresAtUs).toBe(us(T0 + 5 + 60_000));
+  });
+
+  it("a denial writes nothing; a peek writes nothing", () => {
+    const first = decideState([window], undefined, us(T0), 3);
+    const denied = decideState([window], first.state, us(T0 + 1), 1);
+    expect(denied).toEqual({ policies: [expect.objectContaining({ allowed: false, remaining: 0 })], state: undefined, expiresAtUs: first.expiresAtUs });
+    const peek = peekState([window], first.state, us(T0 + 1));
+    expect(peek.state).toBeUndefined();
+    expect(peek.policies[0]).toMatchObject({ allowed: false, remaining: 0 });
+    expect(peekState([window], undefined, us(T0))).toEqual({ policies: [expect.objectContaining({ allowed: true, remaining: 3 })], state: undefined, expiresAtUs: 0 });
+  });
+
+  it("is pure: the state given is never changed, and the state handed back survives JSON", () => {
+    const policies = [log, tokenBucket({ capacity: 5, refillRate: 1, name: "tb" })];
+    let state: StoredState | undefined;
+    for (let i = 0; i < 6; i++) {
+      const frozen = state === undefined ? undefined : deepFreeze(JSON.parse(JSON.stringify(state)) as StoredState);
+      const d = decideState(policies, frozen, us(T0 + i * 7000), 1);
+      if (d.state !== undefined) state = d.state;
+    }
+    expect(state?.[policyField(log)]?.length).toBe(1 + 2 * 3);
+  });
+
+  it("carries other limiters' live fields over and drops the expired ones", () => {
+    const other = { "other|fw": [us(T0 + 10_000), 1, 1], "gone|tb": [us(T0 - 1)], "junk|fw": "not a list" } as unknown as StoredState;
+    const d = decideState([window], other, us(T0), 1);
+    expect(Object.keys(d.state ?? {}).sort()).toEqual(["other|fw", policyField(window)].sort());
+    expect(d.state?.["other|fw"]).toEqual([us(T0 + 10_000), 1, 1]);
+  });
+
+  it.each([
+    ["not a list", "x"],
+    ["empty", []],
+    ["not integers", [us(T0 + 60_000), 1.5, 3]],
+    ["too short", [us(T0 + 60_000), 0]],
+    ["expired", [us(T0), Math.floor(T0 / 60_000), 3]],
+    ["a string number", [us(T0 + 60_000), "1", 3]],
+  ])("a malformed field (%s) reads as empty: forgetting, never a cost-exceeds-limit", (_label, value) => {
+    const state = { [policyField(window)]: value } as unknown as StoredState;
+    expect(decideState([window], state, us(T0), 3).policies[0]).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it.each([
+    ["odd entries", [us(T0 + 60_000), us(T0)]],
+    ["a cost of 0", [us(T0 + 60_000), us(T0), 0]],
+    ["a negative cost", [us(T0 + 60_000), us(T0), -3]],
+    ["times out of order", [us(T0 + 60_000), us(T0), 1, us(T0 - 5), 1]],
+    ["only the expiry", [us(T0 + 60_000)]],
+  ])("a malformed sliding log (%s) reads as empty", (_label, value) => {
+    const state = { [policyField(log)]: value } as unknown as StoredState;
+    expect(decideState([log], state, us(T0 + 1), 3).policies[0]).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("the sliding log's sum is recomputed from its entries", () => {
+    // entries of costs 1 + 1: whatever a sum field would say, 1 unit is left
+    const state: StoredState = { [policyField(log)]: [us(T0 + 60_000), us(T0 - 1000), 1, us(T0), 1] };
+    expect(decideState([log], state, us(T0 + 1), 1).policies[0]).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, "1"])("refuses cost %j with SluiceInputError", (cost) => {
+    expect(() => decideState([window], undefined, us(T0), cost as number)).toThrow(SluiceInputError);
+  });
+
+  it("decides exactly like MemoryStore on random sequences", () => {
+    const configs: Policy[][] = [
+      [fixedWindow({ limit: 4, window: "1s" })],
+      [slidingWindow({ limit: 5, window: "2s" })],
+      [slidingLog({ limit: 4, window: "1500ms" })],
+      [tokenBucket({ capacity: 3, refillRate: 2 })],
+      [leakyBucket({ rate: 2, period: "1s", burst: 2, queue: 2 })],
+      [
+        tokenBucket({ capacity: 4, refillRate: 1, name: "a" }),
+        slidingLog({ limit: 6, window: "3s", name: "b" }),
+        slidingWindow({ limit: 5, window: "1s", name: "c" }),
+        fixedWindow({ limit: 7, window: "2s", name: "d" }),
+      ],
+    ];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: configs.length - 1 }),
+        fc.array(
+          fc.record({
+            dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 4000 })),
+            cost: fc.integer({ min: 1, max: 8 }),
+            op: fc.constantFrom("consume", "consume", "consume", "peek", "json"),
+          }),
+          { maxLength: 60 },
+        ),
+        (config, steps) => {
+          const policies = configs[config]!;
+          let now = T0 + 3;
+          const memory = new MemoryStore({ clock: () => now }).bind({ prefix: "p", policies });
+          let state: StoredState | undefined;
+          for (const step of steps) {
+            now += step.dt;
+            if (step.op === "json") {
+              state = state === undefined ? undefined : (JSON.parse(JSON.stringify(state)) as StoredState);
+              continue;
+            }
+            if (step.op === "peek") {
+              expect(peekState(policies, state, us(now)).policies).toEqual((memory.peek("k") as StoreResult).policies);
+              continue;
+            }
+            const d = decideState(policies, state, us(now), step.cost);
+            expect(d.policies).toEqual((memory.consume("k", step.cost) as StoreResult).policies);
+            if (d.state !== undefined) state = d.state;
+            if (d.state !== undefined) expect(d.expiresAtUs).toBeGreaterThan(us(now));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("assertNamespace", () => {
+  const p = fixedWindow({ limit: 1, window: "1s" });
+  it.each([
+    ["no namespace", undefined, "the namespace must be an object"],
+    ["a bad prefix", { prefix: "a b", policies: [p] }, "X: prefix must be 1-128 visible ASCII characters"],
+    ["a bad tier", { prefix: "a", tier: "", policies: [p] }, "X: tier must be 1-128 visible ASCII characters"],
+    ["no policies", { prefix: "a", policies: [] }, "X: policies must name at least one policy"],
+    ["policies not a list", { prefix: "a", policies: p }, "X: policies must be a list of policies"],
+    ["13 policies", { prefix: "a", policies: Array.from({ length: 13 }, (_, i) => fixedWindow({ limit: 1, window: "1s", name: `p${i}` })) }, "X: policies takes at most 12 policies (the same on every store); got 13"],
+    ["a hand-made policy", { prefix: "a", policies: [{ ...p, limit: -1 }] }, "X: policies[0] must be a policy"],
+    ["two policies with one name", { prefix: "a", policies: [p, p] }, 'X: two policies are named "1-per-1s"'],
+  ])("refuses %s with SluiceConfigError", (_label, namespace, message) => {
+    expect(() => assertNamespace(namespace as never, "X")).toThrow(SluiceConfigError);
+    expect(() => assertNamespace(namespace as never, "X")).toThrow(message);
+  });
+
+  it("MemoryStore.bind checks the same", () => {
+    expect(() => new MemoryStore().bind({ prefix: "a", policies: Array.from({ length: 13 }, (_, i) => fixedWindow({ limit: 1, window: "1s", name: `p${i}` })) })).toThrow(
+      "[sluice] MemoryStore.bind: policies takes at most 12 policies",
+    );
+  });
+});

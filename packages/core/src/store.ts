@@ -1,0 +1,276 @@
+/**
+ * `@sluice/core/store`: what a store author needs, and nothing an application does.
+ *
+ * - The contract: {@link Store}, {@link BoundStore}, {@link StoreNamespace}, {@link StoreResult}.
+ * - The one key schema: {@link storageKey} (the identifier of a key in a namespace, the same on
+ *   every store), {@link policyField} (the field a policy's state lives under), and the limits
+ *   every store enforces, {@link MAX_POLICIES} and {@link MAX_KEY_LENGTH}, with
+ *   {@link assertNamespace} and {@link assertKey} to check them.
+ * - A pure decision over a JSON value: {@link decideState} and {@link peekState} take the key's
+ *   stored state (whatever your storage returns, parsed) and give back the results and the state
+ *   to write. The algorithms, their state format and its expiry stay inside Sluice: a store only
+ *   reads, decides and writes, atomically per identifier.
+ * - The engine underneath, for an in-process store that keeps state in typed arrays the way
+ *   `MemoryStore` does: {@link layoutOf}, {@link consumeAll}, {@link peekAll}, {@link evaluate},
+ *   {@link expiresAtUs} and the widths of each algorithm's state.
+ *
+ * @example
+ * ```ts
+ * import { type BoundStore, type Store, type StoreNamespace, type StoredState, assertNamespace, decideState, peekState, storageKey } from "@sluice/core/store";
+ *
+ * // A store over any storage with an atomic read-modify-write per identifier (a Map here).
+ * export class MapStore implements Store {
+ *   readonly #rows = new Map<string, { state: StoredState; expiresAtUs: number }>();
+ *
+ *   bind(namespace: StoreNamespace): BoundStore {
+ *     assertNamespace(namespace, "[my-store] MapStore.bind");
+ *     const rows = this.#rows;
+ *     return {
+ *       consume(key, cost) {
+ *         const id = storageKey(namespace, key);
+ *         const nowUs = Date.now() * 1000;
+ *         const d = decideState(namespace.policies, rows.get(id)?.state, nowUs, cost);
+ *         if (d.state !== undefined) rows.set(id, { state: d.state, expiresAtUs: d.expiresAtUs });
+ *         return { now: Math.floor(nowUs / 1000), policies: d.policies };
+ *       },
+ *       peek(key) {
+ *         const nowUs = Date.now() * 1000;
+ *         return { now: Math.floor(nowUs / 1000), policies: peekState(namespace.policies, rows.get(storageKey(namespace, key))?.state, nowUs).policies };
+ *       },
+ *       reset(key) {
+ *         rows.delete(storageKey(namespace, key));
+ *       },
+ *     };
+ *   }
+ * }
+ * ```
+ *
+ * @module
+ */
+import type { Policy } from "./algorithms.js";
+import { type Layout, NUM_WIDTH, consumeAll, expiresAtUs, layoutOf, peekAll } from "./engine.js";
+import { SluiceInputError, describe } from "./errors.js";
+import { policyField } from "./keys.js";
+import type { PolicyResult } from "./types.js";
+
+export type {
+  Store,
+  BoundStore,
+  StoreNamespace,
+  StoreResult,
+  PolicyResult,
+  Decision,
+  DecisionReason,
+  MaybePromise,
+} from "./types.js";
+export type { Policy, PolicyKind } from "./algorithms.js";
+export {
+  storageKey,
+  namespaceKey,
+  encodeKeyPart,
+  policyField,
+  assertKey,
+  assertNamespace,
+  MAX_POLICIES,
+  MAX_KEY_LENGTH,
+} from "./keys.js";
+export { toDecision } from "./limiter.js";
+export {
+  evaluate,
+  stateNow,
+  peekPolicy,
+  consumeAll,
+  peekAll,
+  layoutOf,
+  expiresAtUs,
+  maxCost,
+  NUM_WIDTH,
+  OBJ_WIDTH,
+  type Layout,
+} from "./engine.js";
+
+/**
+ * The stored state of one identifier (one {@link storageKey}): for each policy, under its
+ * {@link policyField}, a list of integers — the epoch-µs time at which that policy's state is empty
+ * again, then the algorithm's numbers. Plain JSON: store it as a JSON string, a hash of fields, a
+ * row. Its contents are Sluice's business: keep it as it comes back from {@link decideState}.
+ *
+ * Several limiters with the same prefix and tier (with different policies) share one identifier;
+ * each reads and writes only its own fields and carries the others over unchanged (dropping those
+ * whose time has passed).
+ */
+export type StoredState = Record<string, number[]>;
+
+/** What {@link decideState} and {@link peekState} answer. */
+export interface StateDecision {
+  /** One result per policy, in order: what `BoundStore.consume`/`peek` return as `policies`. */
+  policies: PolicyResult[];
+  /**
+   * The state to store in place of the one given (every field, other limiters' included), or
+   * `undefined` when nothing changed: a denial or a peek writes nothing.
+   */
+  state: StoredState | undefined;
+  /**
+   * Epoch µs at which every field of the state (the new one, else the one given) is empty again:
+   * keep the record until then (a TTL of `ceil((expiresAtUs - nowUs) / 1000)` ms). At or before
+   * `nowUs` the record holds nothing live and may be deleted. 0 when there is no state.
+   */
+  expiresAtUs: number;
+}
+
+/** A namespace's policies, their layout and their field names: computed once per list of policies. */
+interface Plan {
+  readonly layout: Layout;
+  readonly fields: readonly string[];
+}
+
+const plans = new WeakMap<readonly Policy[], Plan>();
+
+function planOf(policies: readonly Policy[]): Plan {
+  let plan = plans.get(policies);
+  if (plan === undefined) {
+    plan = { layout: layoutOf(policies), fields: policies.map(policyField) };
+    plans.set(policies, plan);
+  }
+  return plan;
+}
+
+/** Whether `value` is a non-empty list of safe integers (the shape of every stored field). */
+function isField(value: unknown): value is number[] {
+  if (!Array.isArray(value) || value.length === 0) return false;
+  for (let i = 0; i < value.length; i++) if (!Number.isSafeInteger(value[i])) return false;
+  return true;
+}
+
+/**
+ * Loads the live state of each policy into the engine's arrays. Anything expired or malformed reads
+ * as the empty state: losing state may only ever forget it.
+ */
+function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num: Float64Array; obj: unknown[] } {
+  const { layout, fields } = plan;
+  const num = new Float64Array(layout.numStride);
+  const obj: unknown[] = new Array(layout.objStride);
+  if (state === undefined || state === null || typeof state !== "object") return { num, obj };
+  const policies = layout.policies;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const value = (state as Record<string, unknown>)[fields[i] as string];
+    if (!isField(value) || (value[0] as number) <= nowUs) continue;
+    const off = layout.numOffsets[i] as number;
+    if (policy.kind === "slidingLog") {
+      // [expires, time, cost, time, cost, ...], oldest first: the sum is always recomputed
+      if (value.length % 2 !== 1) continue;
+      let sum = 0;
+      let ok = true;
+      for (let j = 1; j < value.length; j += 2) {
+        const cost = value[j + 1] as number;
+        if (cost <= 0 || (j > 1 && (value[j] as number) <= (value[j - 2] as number))) ok = false;
+        sum += cost;
+      }
+      if (!ok || value.length === 1) continue;
+      num[off] = sum;
+      obj[layout.objOffsets[i] as number] = value.slice(1);
+      continue;
+    }
+    const width = NUM_WIDTH[policy.kind];
+    if (value.length !== 1 + width) continue;
+    for (let j = 0; j < width; j++) num[off + j] = value[1 + j] as number;
+  }
+  return { num, obj };
+}
+
+/** The latest expiry among the fields of `state` (0 if none). */
+function latestExpiry(state: StoredState | undefined): number {
+  let at = 0;
+  if (state === undefined || state === null || typeof state !== "object") return at;
+  for (const value of Object.values(state)) if (isField(value) && (value[0] as number) > at) at = value[0] as number;
+  return at;
+}
+
+/**
+ * Runs one decision for one key over its stored state: every policy checks `cost`; if all allow,
+ * all consume and the new state comes back to be written; otherwise nothing is consumed and
+ * nothing is to be written (the policies that would have allowed report their state unchanged).
+ * Pure: it neither keeps nor changes anything it is given.
+ *
+ * Call it inside your storage's atomic section (a transaction, a compare-and-set loop, a Durable
+ * Object's synchronous handler): read the identifier's state, decide, write `state` if it is not
+ * `undefined`, with `expiresAtUs` as its expiry.
+ *
+ * @param policies - The namespace's policies (`StoreNamespace.policies`).
+ * @param state - The identifier's stored state, or `undefined` if there is none. Expired or
+ *   malformed fields read as empty.
+ * @param nowUs - The store's clock, integer epoch microseconds (`Date.now() * 1000`).
+ * @param cost - Units to consume: a positive safe integer (else {@link SluiceInputError}).
+ *
+ * @example
+ * ```ts
+ * const d = decideState(namespace.policies, row?.state, Date.now() * 1000, cost);
+ * if (d.state !== undefined) await db.put(id, JSON.stringify(d.state), { expiresAtUs: d.expiresAtUs });
+ * return { now: Math.floor(nowUs / 1000), policies: d.policies };
+ * ```
+ */
+export function decideState(
+  policies: readonly Policy[],
+  state: StoredState | undefined,
+  nowUs: number,
+  cost: number,
+): StateDecision {
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+  }
+  const plan = planOf(policies);
+  const { layout, fields } = plan;
+  const { num, obj } = load(plan, state, nowUs);
+  const results = consumeAll(layout, num, 0, obj, 0, nowUs, cost);
+  for (let i = 0; i < results.length; i++) {
+    if (!(results[i] as PolicyResult).allowed) return { policies: results, state: undefined, expiresAtUs: latestExpiry(state) };
+  }
+  // allowed: every policy consumed; carry the other limiters' live fields over
+  const next: StoredState = {};
+  let latest = 0;
+  if (state !== undefined && state !== null && typeof state === "object") {
+    for (const [field, value] of Object.entries(state)) {
+      if (isField(value) && (value[0] as number) > nowUs) {
+        next[field] = value;
+        if ((value[0] as number) > latest) latest = value[0] as number;
+      }
+    }
+  }
+  for (let i = 0; i < layout.policies.length; i++) {
+    const policy = layout.policies[i] as Policy;
+    const field = fields[i] as string;
+    const off = layout.numOffsets[i] as number;
+    const oOff = layout.objOffsets[i] as number;
+    const at = expiresAtUs(policy, num, off, obj, oOff);
+    if (at <= nowUs) {
+      delete next[field];
+      continue;
+    }
+    const value = [at];
+    if (policy.kind === "slidingLog") {
+      for (const x of obj[oOff] as number[]) value.push(x);
+    } else {
+      for (let j = 0; j < NUM_WIDTH[policy.kind]; j++) value.push(num[off + j] as number);
+    }
+    next[field] = value;
+    if (at > latest) latest = at;
+  }
+  return { policies: results, state: next, expiresAtUs: latest };
+}
+
+/**
+ * `peek` over a stored state: the state now, and whether a cost-1 request would pass; writes
+ * nothing (`state` is always `undefined`). `expiresAtUs` is that of the state given, so a store may
+ * delete a record that has fully expired.
+ *
+ * @example
+ * ```ts
+ * const { policies } = peekState(namespace.policies, row?.state, Date.now() * 1000);
+ * ```
+ */
+export function peekState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number): StateDecision {
+  const plan = planOf(policies);
+  const { num, obj } = load(plan, state, nowUs);
+  return { policies: peekAll(plan.layout, num, 0, obj, 0, nowUs), state: undefined, expiresAtUs: latestExpiry(state) };
+}
