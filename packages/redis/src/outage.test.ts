@@ -149,7 +149,7 @@ describe("UpstashStore: the HTTP path goes away and comes back", () => {
     },
     keepsData: true,
   };
-  const upstash = (retry: ConstructorParameters<typeof UpstashRedis>[0]["retry"]): Client => ({
+  const upstash = (retry: false | { retries: number; backoff: (retryCount: number) => number } | undefined): Client => ({
     store: new UpstashStore(new UpstashRedis({ url: `http://127.0.0.1:${port}`, token, ...(retry === undefined ? {} : { retry }) })),
     ready: async () => {},
     close: async () => {},

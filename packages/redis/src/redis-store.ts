@@ -41,6 +41,7 @@ function isNodeRedis(client: unknown): client is NodeRedisLike {
  */
 export class RedisStore extends ScriptStore {
   protected readonly transport: Transport;
+  protected readonly storeName = "RedisStore";
 
   constructor(client: RedisClientLike) {
     super();

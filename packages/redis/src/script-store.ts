@@ -1,14 +1,14 @@
+import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
   type PolicyResult,
-  SluiceConfigError,
-  SluiceStoreError,
   type Store,
   type StoreNamespace,
   type StoreResult,
+  assertNamespace,
   encodeKeyPart,
   namespaceKey,
-} from "@sluice/core";
+} from "@sluice/core/store";
 import { type Script, decideScript } from "./scripts.js";
 
 /**
@@ -33,8 +33,12 @@ export abstract class ScriptStore implements Store {
   /** @internal */
   [TEST_CLOCK]?: () => number;
   protected abstract readonly transport: Transport;
+  /** The class name, for error messages. */
+  protected abstract readonly storeName: string;
 
+  /** Checks the namespace as a `RateLimiter` would (prefix, tier, 1 to `MAX_POLICIES` policies), synchronously. */
   bind(namespace: StoreNamespace): BoundStore {
+    assertNamespace(namespace, `${this.storeName}.bind`);
     return new ScriptBinding(namespace, this.transport, this[TEST_CLOCK]);
   }
 }

@@ -26,7 +26,8 @@
  *
  * @module
  */
-import { MAX_POLICIES, type Policy, SluiceConfigError, policyField } from "@sluice/core";
+import { SluiceConfigError } from "@sluice/core";
+import { MAX_POLICIES, type Policy, policyField } from "@sluice/core/store";
 import { sha1 } from "./sha1.js";
 
 /** A Lua script and the SHA-1 that `EVALSHA` names it by. */
