@@ -111,6 +111,14 @@ describe("check", () => {
     expect(limiter.finished).toBe(2);
   });
 
+  it("a decision without background work (the limiter's shared resolved pending) asks the platform nothing", async () => {
+    const waitUntil = vi.fn(() => () => {});
+    const pipeline = createPipeline<Args>({ limiter: limiterOf(1), key: () => "k" }, { ...platform, waitUntil });
+    await pipeline.check(...args());
+    await pipeline.check(...args());
+    expect(waitUntil).not.toHaveBeenCalled();
+  });
+
   it("without a waitUntil for the request, decision.pending is awaited before check resolves", async () => {
     const limiter = new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 1, window: "1m" }) });
     const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, { ...platform, waitUntil: () => undefined });

@@ -17,7 +17,7 @@ import { type ClientIpTrust, UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptio
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { type HeaderStyle, type HeadersOption, ietfPolicyHeader, resolveHeaderStyles, setRateLimitHeaders } from "./headers.js";
 import { assertKey } from "./keys.js";
-import { type LimitOptions, RateLimiter, type StoreErrorMode } from "./limiter.js";
+import { type LimitOptions, RateLimiter, type StoreErrorMode, toDecision } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
 import { addRateLimitHeaders, limitedResponse } from "./response.js";
 import type { Decision, MaybePromise, Store } from "./types.js";
@@ -200,6 +200,16 @@ function sleep(ms: number): Promise<void> {
 
 const NO_DELAY: Promise<void> = Promise.resolve();
 
+let noWork: Promise<void> | undefined;
+/**
+ * Whether a decision carries background work: most share the limiter's one resolved `pending`,
+ * and handing that to `waitUntil` (or awaiting it) would only cost time.
+ */
+function hasWork(pending: Promise<void>): boolean {
+  noWork ??= toDecision({ now: 0, policies: [{ policy: "-", allowed: true, limit: 1, remaining: 1, resetAt: 0, retryAfterMs: 0, delayMs: 0 }] }).pending;
+  return pending !== noWork;
+}
+
 /** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
 export const describeValue: (value: unknown) => string = describe;
 
@@ -246,9 +256,11 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
     // seam: a deny cache and dry-run go around this one call
     const decision = await target.limiter.limit(key, limitOptions);
-    const handOff = platform.waitUntil?.(...args);
-    if (handOff === undefined) await decision.pending;
-    else handOff(decision.pending);
+    if (hasWork(decision.pending)) {
+      const handOff = platform.waitUntil?.(...args);
+      if (handOff === undefined) await decision.pending;
+      else handOff(decision.pending);
+    }
     const headers: HeaderList = [];
     setRateLimitHeaders({ set: (name, value) => headers.push([name, value]) }, decision, styles, target.limiter.policies, target.ietfPolicy);
     let response: Response | undefined;

@@ -1,5 +1,6 @@
 import {
   type Decision,
+  type LimitOptions,
   MemoryStore,
   type Policy,
   QUOTA_EXCEEDED_TITLE,
@@ -31,6 +32,21 @@ function request(path = "/api/items", headers: Record<string, string> = {}, init
 }
 
 const byApiKey = (r: NextRequest) => r.headers.get("x-api-key") ?? "anonymous";
+
+/** A limiter whose decisions carry background work, as analytics would: each its own `pending`. */
+class PendingLimiter extends RateLimiter {
+  readonly pendings: Promise<void>[] = [];
+  override async limit(key: string, options?: LimitOptions): Promise<Decision> {
+    const decision = await super.limit(key, options);
+    const pending = new Promise<void>((resolve) => setTimeout(resolve, 1));
+    this.pendings.push(pending);
+    return { ...decision, pending };
+  }
+}
+
+function pendingLimiterOf(limit: number): PendingLimiter {
+  return new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit, window: "1m" }) });
+}
 
 /** The headers of the n-th request of a fresh `fixedWindow({ limit: 2, window: "1m" })` at T0. */
 function twoPerMinute(remaining: number): Record<string, string> {
@@ -181,20 +197,28 @@ describe("rateLimitProxy", () => {
 
   it("passes decision.pending to event.waitUntil", async () => {
     const waited: Promise<unknown>[] = [];
-    const proxy = rateLimitProxy({ limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey });
+    const limiter = pendingLimiterOf(1);
+    const proxy = rateLimitProxy({ limiter, key: byApiKey });
+    const statuses: number[] = [];
     for (let i = 0; i < 2; i++) {
       // next/server exports NextFetchEvent as a type only; Next.js passes its own
       const event = { waitUntil: (p: Promise<unknown>) => waited.push(p) } as unknown as NextFetchEvent;
-      await proxy(request(), event);
+      statuses.push((await proxy(request(), event)).status);
     }
-    expect(waited).toHaveLength(2);
-    await expect(Promise.all(waited)).resolves.toEqual([undefined, undefined]);
+    expect(statuses).toEqual([200, 429]);
+    expect(waited).toEqual(limiter.pendings);
+    expect(waited[1]).toBe(limiter.pendings[1]);
+    // a decision without background work (the limiter's shared resolved pending) has nothing to hand off
+    const plain: Promise<unknown>[] = [];
+    const event = { waitUntil: (p: Promise<unknown>) => plain.push(p) } as unknown as NextFetchEvent;
+    await rateLimitProxy({ limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey })(request(), event);
+    expect(plain).toEqual([]);
   });
 
   it("without an event, decision.pending goes to the waitUntil option (the event wins when there is one)", async () => {
     const viaOption: Promise<unknown>[] = [];
     const viaEvent: Promise<unknown>[] = [];
-    const limiter = limiterOf(fixedWindow({ limit: 5, window: "1m" }));
+    const limiter = pendingLimiterOf(5);
     const proxy = rateLimitProxy({ limiter, key: byApiKey, waitUntil: (p) => viaOption.push(p) });
     await proxy(request());
     await proxy(request(), { waitUntil: (p: Promise<unknown>) => viaEvent.push(p) } as unknown as NextFetchEvent);
