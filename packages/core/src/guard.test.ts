@@ -49,12 +49,12 @@ describe("createGuard with a limiter", () => {
     const { decision, headers, response } = await guard(request());
     expect(decision).toMatchObject({ allowed: false, reason: "limit", retryAfterMs: 18_000 });
     const rateLimitHeaders = {
-      "ratelimit-policy": '"1-per-1m";q=1;w=60',
-      ratelimit: '"1-per-1m";r=0;t=18',
-      "x-ratelimit-limit": "1",
-      "x-ratelimit-remaining": "0",
-      "x-ratelimit-reset": "1700000040",
       "retry-after": "18",
+      ratelimit: '"1-per-1m";r=0;t=18',
+      "ratelimit-policy": '"1-per-1m";q=1;w=60',
+      "x-ratelimit-reset": "1700000040",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-limit": "1",
     };
     expect(Object.fromEntries(headers)).toEqual(rateLimitHeaders);
     expect(response?.status).toBe(429);
