@@ -32,7 +32,7 @@ describe("IETF lists (RateLimit + RateLimit-Policy)", () => {
   it("the draft's example fields: qu, pk, token names, policies in only one of the fields", () => {
     const info = parseRateLimit({
       "ratelimit-policy": '"permin";q=50;w=60, "perhr";q=1000;w=3600;qu="content-bytes", day;q=5000;w=86400',
-      ratelimit: '"permin";r=30;t=20;pk=:ZmM6NTU6=:, "other";r=1;t=1',
+      ratelimit: '"permin";r=30;t=20;pk=:ZmM6NTU6:, "other";r=1;t=1',
     });
     expect(info.policies).toEqual([
       { policy: "permin", quota: 50, window: 60, remaining: 30, resetSeconds: 20, partitionKey: "ZmM6NTU6" },

@@ -63,11 +63,13 @@ function isKeyChar(c: string | undefined): boolean {
   return c !== undefined && (isLcAlpha(c) || isDigit(c) || c === "_" || c === "-" || c === "." || c === "*");
 }
 
-/** Decodes base64 (RFC 4648), padding optional as RFC 9651 §4.2.7 recommends; throws on anything else. */
+/**
+ * Decodes base64 as WHATWG's forgiving-base64 (and so `atob`) does: "=" padding is optional but,
+ * when present, must complete a multiple of four characters; anything else fails.
+ */
 function decodeBase64(text: string): Uint8Array {
-  let end = text.length;
-  while (end > 0 && text[end - 1] === "=" && text.length - end < 2) end--;
-  const body = text.slice(0, end);
+  let body = text;
+  if (body.length % 4 === 0) body = body.replace(/==?$/, "");
   if (body.length % 4 === 1) throw new ParseError("base64 of impossible length");
   const out = new Uint8Array(Math.floor((body.length * 3) / 4));
   let bits = 0;
@@ -76,7 +78,7 @@ function decodeBase64(text: string): Uint8Array {
   for (const c of body) {
     const v = BASE64_VALUE.get(c);
     if (v === undefined) throw new ParseError("not base64");
-    buffer = (buffer << 6) | v;
+    buffer = ((buffer << 6) | v) & 0xffffff;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;
