@@ -1,14 +1,20 @@
 /**
- * The `SluiceLimiter` Durable Object: runs the core algorithms (`consumeAll`/`peekAll` from
- * `@sluice/core`, the same code as `MemoryStore`) over the state of one key, with the object's own
- * clock, one RPC call per decision.
+ * The `SluiceLimiter` Durable Object: runs the core algorithms over the state of one key, with the
+ * object's own clock, one RPC call per decision, through `@sluice/core/store`'s pure
+ * `decideState`/`peekState`: the object reads the key's state, decides, and writes what comes
+ * back, never knowing how an algorithm lays out its numbers.
  *
- * Storage: the SQLite-backed Durable Object storage (`ctx.storage.sql`), one row per
- * (namespace prefix, key): the JSON state of each policy (by `name|kind`, like the Redis store's
- * hash fields) and the epoch-µs time when every policy's state is empty again. The SQL API is
- * synchronous, so a decision reads, computes and writes without ever awaiting: no other call can
- * run in between, and the output gate holds the reply until the write is durable. An in-memory
- * cache (bounded, least recently used) saves the read on the next call.
+ * Storage: the SQLite-backed Durable Object storage (`ctx.storage.sql`), one row per identifier
+ * (core's `storageKey` of prefix, tier and key — the same identifier every store uses): the JSON
+ * state (per policy field, `name|kind`, like the Redis store's hash fields) and the epoch-µs time
+ * when every policy's state is empty again. The SQL API is synchronous, so a decision reads,
+ * computes and writes without ever awaiting: no other call can run in between, and the output gate
+ * holds the reply until the write is durable. An in-memory cache (bounded, least recently used)
+ * saves the read on the next call.
+ *
+ * Errors: a call refused for bad configuration or bad input is answered `{ error: { name, message } }`
+ * (a value: an error's class would not survive the RPC), which the store rethrows as
+ * `SluiceConfigError` or `SluiceInputError`; anything else is thrown, and is a store failure.
  *
  * Cleanup: a row whose state has expired is deleted when it is next touched; a storage alarm,
  * set at the expiry of the rows written, deletes expired rows of keys nobody touches again and,
@@ -16,19 +22,18 @@
  *
  * @module
  */
-import {
-  type Layout,
-  type Policy,
-  type PolicyResult,
-  type StoreResult,
-  consumeAll,
-  expiresAtUs,
-  layoutOf,
-  peekAll,
-  NUM_WIDTH,
-} from "@sluice/core";
+import { type Policy, SluiceInputError, type StoreResult } from "@sluice/core";
+import { type StoredState, assertKey, assertNamespace, assertPrefixAndTier, decideState, peekState, storageKey } from "@sluice/core/store";
 import { DurableObject } from "cloudflare:workers";
-import { type ConsumeCall, type LimiterCall, type ResetCall, checkCost, checkKeyPart, policiesFromJson } from "./protocol.js";
+import {
+  type ConsumeCall,
+  type DecisionReply,
+  type LimiterCall,
+  type ResetCall,
+  type ResetReply,
+  policiesFromJson,
+  refusing,
+} from "./protocol.js";
 
 /**
  * The bindings `SluiceLimiter` reads from its Worker's `env`. Only one, and only for tests:
@@ -40,16 +45,19 @@ export interface SluiceLimiterEnv {
   SLUICE_ALLOW_TEST_CLOCK?: string | boolean;
 }
 
-/** One stored row: per policy id `name|kind`, `[expiresAtUs, ...numbers, ...log entries]`. */
+/** One stored row: the identifier's state (opaque: core's `StoredState`) and when it is all empty again. */
 interface Row {
-  state: Record<string, number[]>;
+  state: StoredState;
   expiresAtUs: number;
 }
 
 /** The most rows the in-memory cache keeps (a sharded object holds many keys). */
 const MAX_CACHED_ROWS = 10_000;
-/** The most distinct policy lists whose parsed layout is cached. */
-const MAX_LAYOUTS = 64;
+/** The most distinct policy lists whose parsed form is cached. */
+const MAX_POLICY_LISTS = 64;
+
+/** How the object names itself in the errors it answers with. */
+const WHERE = "[sluice] [cloudflare] SluiceLimiter";
 
 const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS sluice_state (
   key TEXT PRIMARY KEY,
@@ -63,21 +71,6 @@ const UPSERT_ROW =
 const DELETE_ROW = "DELETE FROM sluice_state WHERE key = ?";
 const DELETE_EXPIRED = "DELETE FROM sluice_state WHERE expires_at <= ?";
 const NEXT_EXPIRY = "SELECT MIN(expires_at) AS next FROM sluice_state";
-
-function rowKey(prefix: string, key: string): string {
-  // core validates prefixes to visible ASCII: "\u0000" never occurs in one
-  return `${prefix}\u0000${key}`;
-}
-
-function idOf(policy: Policy): string {
-  return `${policy.name}|${policy.kind}`;
-}
-
-function isFiniteArray(value: unknown): value is number[] {
-  if (!Array.isArray(value)) return false;
-  for (const x of value) if (typeof x !== "number" || !Number.isFinite(x)) return false;
-  return true;
-}
 
 /**
  * The Durable Object that keeps Sluice's rate-limit state on Cloudflare. Export it from your
@@ -104,7 +97,7 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   readonly #sql: SqlStorage;
   readonly #testClock: boolean;
   readonly #cache = new Map<string, Row | null>();
-  readonly #layouts = new Map<string, Layout>();
+  readonly #policyLists = new Map<string, Policy[]>();
   #tableReady = false;
   /** The alarm this instance set (epoch ms), or `undefined` if it has set none since it started or last fired. */
   #alarmAtMs: number | undefined;
@@ -131,21 +124,30 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
    * Checks every policy for `cost`; if all allow, consumes from all; otherwise consumes nothing.
    * Called by {@link DurableObjectStore}; the arguments are validated here.
    */
-  consume(call: ConsumeCall): StoreResult {
-    return this.#decide(call, checkCost(call?.cost));
+  consume(call: ConsumeCall): DecisionReply {
+    return refusing(() => {
+      const cost = (call as Partial<ConsumeCall> | null)?.cost;
+      if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
+        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
+      }
+      return this.#decide(call, cost);
+    });
   }
 
   /** The state now, and whether a cost-1 request would pass; consumes nothing. */
-  peek(call: LimiterCall): StoreResult {
-    return this.#decide(call, 0);
+  peek(call: LimiterCall): DecisionReply {
+    return refusing(() => this.#decide(call, 0));
   }
 
   /** Forgets every policy's state of the key in the namespace. */
-  reset(call: ResetCall): void {
-    const key = rowKey(checkKeyPart(call?.prefix, "prefix"), checkKeyPart(call?.key, "key"));
-    this.#ensureTable();
-    this.#sql.exec(DELETE_ROW, key);
-    this.#remember(key, null);
+  reset(call: ResetCall): ResetReply {
+    return refusing(() => {
+      const id = this.#identifier(call);
+      this.#ensureTable();
+      this.#sql.exec(DELETE_ROW, id);
+      this.#remember(id, null);
+      return null;
+    });
   }
 
   /** Deletes the rows that have expired; when none is left, deletes the object's storage. */
@@ -166,90 +168,32 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     await this.ctx.storage.deleteAll();
   }
 
+  /**
+   * The row key of the call's (prefix, tier, key): core's `storageKey`. Validates all three, and
+   * the policies when the call has them (a reset has none).
+   */
+  #identifier(call: ResetCall, policies?: readonly Policy[]): string {
+    if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
+    const namespace = { prefix: call.prefix, tier: call.tier };
+    if (policies === undefined) assertPrefixAndTier(namespace, WHERE);
+    else assertNamespace({ ...namespace, policies }, WHERE);
+    assertKey(call.key);
+    return storageKey(namespace, call.key);
+  }
+
   /** One decision; `cost` 0 means peek. Synchronous from the read to the write. */
   #decide(call: LimiterCall, cost: number): StoreResult {
-    if (typeof call !== "object" || call === null) throw new TypeError("[sluice] [cloudflare] a call must be an object");
-    const key = rowKey(checkKeyPart(call.prefix, "prefix"), checkKeyPart(call.key, "key"));
-    const layout = this.#layout(call.policies);
+    if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
+    const policies = this.#policies(call.policies);
+    const id = this.#identifier(call, policies);
     const testNow = call.nowMs !== undefined;
     const nowUs = this.#nowUs(call.nowMs);
     this.#ensureTable();
-
-    const row = this.#read(key);
-    const policies = layout.policies;
-    const num = new Float64Array(layout.numStride);
-    const obj: unknown[] = new Array(layout.objStride);
-    if (row !== null) this.#load(layout, row, num, obj, nowUs);
-
-    let results: PolicyResult[];
-    let consumed = false;
-    if (cost === 0) {
-      results = peekAll(layout, num, 0, obj, 0, nowUs);
-    } else {
-      results = consumeAll(layout, num, 0, obj, 0, nowUs, cost);
-      consumed = results.every((r) => r.allowed);
-    }
-
-    if (consumed) {
-      const state: Record<string, number[]> = {};
-      let expiresAt = 0;
-      if (row !== null) {
-        // state of the same prefix under other policies (another limiter with this prefix) is kept
-        for (const [id, value] of Object.entries(row.state)) {
-          if ((value[0] as number) > nowUs) {
-            state[id] = value;
-            expiresAt = Math.max(expiresAt, value[0] as number);
-          }
-        }
-      }
-      for (let i = 0; i < policies.length; i++) {
-        const policy = policies[i] as Policy;
-        const off = layout.numOffsets[i] as number;
-        const oOff = layout.objOffsets[i] as number;
-        const id = idOf(policy);
-        const at = expiresAtUs(policy, num, off, obj, oOff);
-        if (at <= nowUs) {
-          delete state[id];
-          continue;
-        }
-        const value = [at];
-        for (let j = 0; j < NUM_WIDTH[policy.kind]; j++) value.push(num[off + j] as number);
-        if (policy.kind === "slidingLog") {
-          const entries = obj[oOff] as number[] | undefined;
-          if (entries !== undefined) for (const x of entries) value.push(x);
-        }
-        state[id] = value;
-        expiresAt = Math.max(expiresAt, at);
-      }
-      this.#write(key, state, expiresAt, nowUs, testNow);
-    } else if (row !== null && row.expiresAtUs <= nowUs) {
-      this.#write(key, {}, 0, nowUs, testNow);
-    }
-    return { now: Math.floor(nowUs / 1000), policies: results };
-  }
-
-  /** Copies the live part of a row into the engine's arrays. */
-  #load(layout: Layout, row: Row, num: Float64Array, obj: unknown[], nowUs: number): void {
-    const policies = layout.policies;
-    for (let i = 0; i < policies.length; i++) {
-      const policy = policies[i] as Policy;
-      const value = row.state[idOf(policy)];
-      const width = NUM_WIDTH[policy.kind];
-      // expired or malformed state reads as empty (the all-zero state)
-      if (value === undefined || value.length < 1 + width || (value[0] as number) <= nowUs) continue;
-      const off = layout.numOffsets[i] as number;
-      if (policy.kind === "slidingLog") {
-        // flat [time, cost, ...]: the engine's sum is recomputed from the entries, never trusted
-        const entries = value.slice(1 + width);
-        let sum = 0;
-        for (let j = 1; j < entries.length; j += 2) sum += entries[j] as number;
-        if (entries.length % 2 !== 0) continue;
-        num[off] = sum;
-        obj[layout.objOffsets[i] as number] = entries;
-        continue;
-      }
-      for (let j = 0; j < width; j++) num[off + j] = value[1 + j] as number;
-    }
+    const row = this.#read(id);
+    const decided = cost === 0 ? peekState(policies, row?.state, nowUs) : decideState(policies, row?.state, nowUs, cost);
+    if (decided.state !== undefined) this.#write(id, decided.state, decided.expiresAtUs, nowUs, testNow);
+    else if (row !== null && decided.expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
+    return { now: Math.floor(nowUs / 1000), policies: decided.policies };
   }
 
   #read(key: string): Row | null {
@@ -270,7 +214,7 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     return row;
   }
 
-  #write(key: string, state: Record<string, number[]>, expiresAtUs: number, nowUs: number, testNow: boolean): void {
+  #write(key: string, state: StoredState, expiresAtUs: number, nowUs: number, testNow: boolean): void {
     if (expiresAtUs <= nowUs) {
       this.#sql.exec(DELETE_ROW, key);
       this.#remember(key, null);
@@ -304,15 +248,16 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     this.#tableReady = true;
   }
 
-  #layout(json: unknown): Layout {
+  /** The policies of a call, rebuilt (validated) by the core factories once per distinct list. */
+  #policies(json: unknown): Policy[] {
     if (typeof json === "string") {
-      const cached = this.#layouts.get(json);
+      const cached = this.#policyLists.get(json);
       if (cached !== undefined) return cached;
     }
-    const layout = layoutOf(policiesFromJson(json));
-    if (this.#layouts.size >= MAX_LAYOUTS) this.#layouts.clear();
-    this.#layouts.set(json as string, layout);
-    return layout;
+    const policies = policiesFromJson(json);
+    if (this.#policyLists.size >= MAX_POLICY_LISTS) this.#policyLists.clear();
+    this.#policyLists.set(json as string, policies);
+    return policies;
   }
 
   #nowUs(nowMs: unknown): number {
@@ -329,15 +274,13 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   }
 }
 
-function parseState(text: string): Record<string, number[]> | undefined {
+/** A stored row's state: a JSON object, else nothing (core reads malformed fields as empty). */
+function parseState(text: string): StoredState | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const state: Record<string, number[]> = {};
-  for (const [id, entry] of Object.entries(value)) if (isFiniteArray(entry) && entry.length > 0) state[id] = entry;
-  return state;
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as StoredState) : undefined;
 }

@@ -24,5 +24,14 @@ export {
   type WithRateLimitLimiterOptions,
   type WithRateLimitTieredOptions,
 } from "./with-rate-limit.js";
-export { type PolicySpec, type LimiterCall, type ConsumeCall, type ResetCall, MAX_POLICIES, MAX_KEY_LENGTH } from "./protocol.js";
+export type {
+  PolicySpec,
+  LimiterCall,
+  ConsumeCall,
+  ResetCall,
+  DecisionReply,
+  ResetReply,
+  Refusal,
+  RefusalName,
+} from "./protocol.js";
 export type { Decision } from "@sluice/core";

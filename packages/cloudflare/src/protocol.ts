@@ -1,21 +1,31 @@
 /**
  * What travels between a {@link DurableObjectStore} and the `SluiceLimiter` Durable Object: the
- * policies as plain data (their factory options, never derived numbers), the key, the cost and —
- * from a test store only — a fixed "now". The object rebuilds each policy with the core factories,
- * so a caller cannot hand it an emission interval or a window that the factories would refuse.
+ * namespace (prefix and tier), the policies as plain data (their factory options, never derived
+ * numbers), the key, the cost and — from a test store only — a fixed "now". The object rebuilds
+ * each policy with the core factories, so a caller cannot hand it an emission interval or a window
+ * that the factories would refuse.
+ *
+ * Replies: a `StoreResult`, or — when the object refuses a call for bad configuration or bad input
+ * — `{ error: { name, message } }`, a value rather than an exception, because an error's class does
+ * not survive the RPC boundary. The store turns it back into a `SluiceConfigError` or a
+ * `SluiceInputError`; anything else that goes wrong is a store failure (`SluiceStoreError`).
  *
  * @module
  */
 import {
   type Policy,
+  type PolicyResult,
   SluiceConfigError,
   SluiceInputError,
+  SluiceStoreError,
+  type StoreResult,
   fixedWindow,
   leakyBucket,
   slidingLog,
   slidingWindow,
   tokenBucket,
 } from "@sluice/core";
+import { MAX_POLICIES, namespaceKey, storageKey } from "@sluice/core/store";
 
 /** A policy as plain data: the options its factory takes. */
 export type PolicySpec =
@@ -25,11 +35,13 @@ export type PolicySpec =
 
 /** The fields every call to the object carries. */
 export interface LimiterCall {
-  /** The namespace prefix (`RateLimiter`'s `prefix`, `sluice:pro` for a tier). */
+  /** The namespace prefix (`RateLimiter`'s `prefix`). */
   prefix: string;
+  /** The tier of a tiered guard's namespace; absent for a plain limiter. */
+  tier?: string;
   /** The caller's key. */
   key: string;
-  /** `JSON.stringify(PolicySpec[])`: also the object's cache key for the parsed layout. */
+  /** `JSON.stringify(PolicySpec[])`: also the object's cache key for the parsed policies. */
   policies: string;
   /** A fixed "now" in epoch ms, sent only by a test store; honoured only behind the test fence. */
   nowMs?: number;
@@ -43,13 +55,23 @@ export interface ConsumeCall extends LimiterCall {
 /** A `reset` call: forget the key in the namespace. */
 export interface ResetCall {
   prefix: string;
+  tier?: string;
   key: string;
 }
 
-/** The most policies one namespace may send (a guard against absurd payloads). */
-export const MAX_POLICIES = 32;
-/** The longest prefix or key the object accepts, in UTF-16 code units. */
-export const MAX_KEY_LENGTH = 4096;
+/** The error classes that keep their class across the RPC: the caller's mistakes, never outages. */
+export type RefusalName = "SluiceConfigError" | "SluiceInputError";
+
+/** The object's answer to a call it refuses for bad configuration or bad input. */
+export interface Refusal {
+  error: { name: RefusalName; message: string };
+}
+
+/** The object's answer to `consume` or `peek`. */
+export type DecisionReply = StoreResult | Refusal;
+
+/** The object's answer to `reset`: nothing, or a refusal. */
+export type ResetReply = null | Refusal;
 
 /** The plain-data form of a policy made by a core factory. */
 export function specOf(policy: Policy): PolicySpec {
@@ -74,7 +96,8 @@ export function specOf(policy: Policy): PolicySpec {
 
 /**
  * Rebuilds policies from their JSON form with the core factories, which validate every field.
- * Throws `SluiceConfigError` for anything that is not a list of valid, distinctly named policies.
+ * Throws `SluiceConfigError` for anything that is not a list of 1 to `MAX_POLICIES` (core's limit,
+ * the same on every store) valid, distinctly named policies.
  */
 export function policiesFromJson(json: unknown): Policy[] {
   if (typeof json !== "string") throw new SluiceConfigError("[sluice] [cloudflare] policies must be a JSON string");
@@ -85,7 +108,8 @@ export function policiesFromJson(json: unknown): Policy[] {
     throw new SluiceConfigError("[sluice] [cloudflare] policies is not valid JSON");
   }
   if (!Array.isArray(specs) || specs.length === 0 || specs.length > MAX_POLICIES) {
-    throw new SluiceConfigError(`[sluice] [cloudflare] policies must be a list of 1 to ${MAX_POLICIES} policies`);
+    const got = Array.isArray(specs) ? `${specs.length}` : "something else";
+    throw new SluiceConfigError(`[sluice] [cloudflare] policies must be a list of 1 to ${MAX_POLICIES} policies (the same limit on every store); got ${got}`);
   }
   const names = new Set<string>();
   return specs.map((spec: unknown, i) => {
@@ -133,22 +157,6 @@ export function policiesFromJson(json: unknown): Policy[] {
   });
 }
 
-/** Throws `SluiceInputError` unless `value` is a non-empty string of at most {@link MAX_KEY_LENGTH}. */
-export function checkKeyPart(value: unknown, what: "prefix" | "key"): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_KEY_LENGTH) {
-    throw new SluiceInputError(`[sluice] [cloudflare] ${what} must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`);
-  }
-  return value;
-}
-
-/** Throws `SluiceInputError` unless `cost` is a positive safe integer. */
-export function checkCost(cost: unknown): number {
-  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-    throw new SluiceInputError("[sluice] [cloudflare] cost must be a positive safe integer");
-  }
-  return cost;
-}
-
 /** 32-bit FNV-1a over the UTF-16 code units of `text`: a stable shard number for a key. */
 export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
@@ -160,11 +168,82 @@ export function fnv1a(text: string): number {
 }
 
 /**
- * The name of the object that holds `key` of namespace `prefix` (`idFromName` hashes it).
- * A prefix never contains `\u0000` (core validates it), so distinct (prefix, key) pairs never share
- * a name. With `shards`, keys hash onto `shards` objects per prefix.
+ * The name of the object that holds `key` of the namespace (`idFromName` hashes it): core's
+ * `storageKey`, the identifier every store uses, so distinct (prefix, tier, key) never share an
+ * object. With `shards`, keys hash onto `shards` objects per namespace, named
+ * `<prefix>:<tier>::shard:<n>:<shards>` — one `:` more than any storage key has, so a shard's name
+ * is never a key's.
  */
-export function objectName(prefix: string, key: string, shards: number): string {
-  if (shards === 0) return `${prefix}\u0000${key}`;
-  return `${prefix}\u0000#shard-${fnv1a(key) % shards}-of-${shards}`;
+export function objectName(namespace: { readonly prefix: string; readonly tier?: string | undefined }, key: string, shards: number): string {
+  if (shards === 0) return storageKey(namespace, key);
+  return `${namespaceKey(namespace)}:shard:${fnv1a(key) % shards}:${shards}`;
+}
+
+const REFUSALS: ReadonlySet<string> = new Set<RefusalName>(["SluiceConfigError", "SluiceInputError"]);
+
+/**
+ * Runs a call inside the object: a `SluiceConfigError` or `SluiceInputError` becomes a
+ * {@link Refusal} (a value, which crosses the RPC intact); anything else is thrown.
+ */
+export function refusing<T>(run: () => T): T | Refusal {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof SluiceConfigError || error instanceof SluiceInputError) {
+      return { error: { name: error.name, message: error.message } };
+    }
+    throw error;
+  }
+}
+
+/** Throws the caller's error for a {@link Refusal}; returns `false` when `reply` is not one. */
+function rethrowRefusal(reply: unknown): false {
+  if (typeof reply !== "object" || reply === null || !("error" in reply)) return false;
+  const error = (reply as { error: unknown }).error as { name?: unknown; message?: unknown } | null;
+  if (typeof error !== "object" || error === null || typeof error.name !== "string" || !REFUSALS.has(error.name) || typeof error.message !== "string") {
+    throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed error");
+  }
+  throw error.name === "SluiceConfigError" ? new SluiceConfigError(error.message) : new SluiceInputError(error.message);
+}
+
+function isResult(value: unknown): value is PolicyResult {
+  if (typeof value !== "object" || value === null) return false;
+  const r = value as Record<string, unknown>;
+  return (
+    typeof r.policy === "string" &&
+    typeof r.allowed === "boolean" &&
+    typeof r.limit === "number" &&
+    typeof r.remaining === "number" &&
+    typeof r.resetAt === "number" &&
+    typeof r.retryAfterMs === "number" &&
+    typeof r.delayMs === "number"
+  );
+}
+
+/**
+ * The store's reading of a `consume`/`peek` reply: the `StoreResult` (one result per policy, in
+ * order), a refusal rethrown as its class, or a `SluiceStoreError` for anything malformed.
+ */
+export function decisionFromReply(reply: unknown, policies: readonly Policy[]): StoreResult {
+  rethrowRefusal(reply);
+  const result = reply as Partial<StoreResult> | null;
+  const list = result?.policies;
+  if (
+    typeof result !== "object" ||
+    result === null ||
+    typeof result.now !== "number" ||
+    !Number.isFinite(result.now) ||
+    !Array.isArray(list) ||
+    list.length !== policies.length ||
+    !list.every((r, i) => isResult(r) && r.policy === (policies[i] as Policy).name)
+  ) {
+    throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed decision");
+  }
+  return result as StoreResult;
+}
+
+/** The store's reading of a `reset` reply. */
+export function resetFromReply(reply: unknown): void {
+  rethrowRefusal(reply);
+  if (reply !== null && reply !== undefined) throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered a reset with something unexpected");
 }

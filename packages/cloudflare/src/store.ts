@@ -4,14 +4,30 @@
  *
  * @module
  */
-import { type BoundStore, SluiceConfigError, type Store, type StoreNamespace, type StoreResult } from "@sluice/core";
-import { type ConsumeCall, type LimiterCall, type ResetCall, objectName, specOf } from "./protocol.js";
+import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
+import { type BoundStore, type Store, type StoreNamespace, type StoreResult, assertNamespace } from "@sluice/core/store";
+import {
+  type ConsumeCall,
+  type DecisionReply,
+  type LimiterCall,
+  type ResetCall,
+  type ResetReply,
+  decisionFromReply,
+  objectName,
+  policiesFromJson,
+  resetFromReply,
+  specOf,
+} from "./protocol.js";
 
-/** The RPC methods of a `SluiceLimiter` stub that the store calls. */
+/**
+ * The RPC methods of a `SluiceLimiter` stub that the store calls. A call the object refuses for
+ * bad configuration or input answers `{ error: { name, message } }`, which the store rethrows as
+ * `SluiceConfigError` or `SluiceInputError`.
+ */
 export interface SluiceLimiterStub {
-  consume(call: ConsumeCall): Promise<StoreResult>;
-  peek(call: LimiterCall): Promise<StoreResult>;
-  reset(call: ResetCall): Promise<void>;
+  consume(call: ConsumeCall): Promise<DecisionReply>;
+  peek(call: LimiterCall): Promise<DecisionReply>;
+  reset(call: ResetCall): Promise<ResetReply>;
 }
 
 /**
@@ -26,9 +42,9 @@ export interface SluiceLimiterNamespace {
 /** Options of {@link DurableObjectStore}. */
 export interface DurableObjectStoreOptions {
   /**
-   * `0` (the default): one object per (prefix, key), named `${prefix}\u0000${key}` — every key gets
-   * its own single-threaded object, so keys never wait on each other. A positive integer N: keys
-   * are hashed (FNV-1a) onto N objects per prefix — fewer, busier objects, for many small keys
+   * `0` (the default): one object per (prefix, tier, key), named by core's `storageKey` — every key
+   * gets its own single-threaded object, so keys never wait on each other. A positive integer N: keys
+   * are hashed (FNV-1a) onto N objects per namespace — fewer, busier objects, for many small keys
    * whose objects would otherwise each be created for a handful of requests. Changing `shards`
    * moves every key to another object: their counts start again from empty.
    * @default 0
@@ -113,45 +129,91 @@ export class DurableObjectStore implements Store {
     this.locationHint = options.locationHint;
   }
 
+  /**
+   * Prepares a namespace. Checks it synchronously, like every store: a valid prefix and tier, and
+   * 1 to `MAX_POLICIES` policies that the object will rebuild exactly (else `SluiceConfigError`).
+   */
   bind(namespace: StoreNamespace): BoundStore {
-    return new DurableObjectBinding(this, namespace.prefix, JSON.stringify(namespace.policies.map(specOf)));
+    assertNamespace(namespace, "[sluice] [cloudflare] DurableObjectStore.bind");
+    const policies = JSON.stringify(namespace.policies.map(specOf));
+    // what the object would refuse, refused here and now
+    policiesFromJson(policies);
+    return new DurableObjectBinding(this, namespace, policies);
   }
 
-  /** @internal the stub of the object that holds `key` of `prefix`. */
-  stub(prefix: string, key: string): SluiceLimiterStub {
-    const id = this.namespace.idFromName(objectName(prefix, key, this.shards));
+  /** @internal the stub of the object that holds `key` of the namespace. */
+  stub(namespace: Pick<StoreNamespace, "prefix" | "tier">, key: string): SluiceLimiterStub {
+    const id = this.namespace.idFromName(objectName(namespace, key, this.shards));
     const stub = this.locationHint === undefined ? this.namespace.get(id) : this.namespace.get(id, { locationHint: this.locationHint });
     return stub as SluiceLimiterStub;
   }
 }
 
+/** A failed call to the object (an exception, an overloaded or unreachable object): a store failure. */
+function failure(method: string, error: unknown): unknown {
+  // the caller's mistakes are never outages
+  if (error instanceof SluiceConfigError || error instanceof SluiceInputError || error instanceof SluiceStoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new SluiceStoreError(`[sluice] [cloudflare] SluiceLimiter.${method}() failed: ${message}`, { cause: error });
+}
+
 class DurableObjectBinding implements BoundStore {
-  constructor(
-    readonly store: DurableObjectStore,
-    readonly prefix: string,
-    readonly policies: string,
-  ) {}
+  readonly #store: DurableObjectStore;
+  readonly #namespace: StoreNamespace;
+  readonly #policies: string;
 
-  #nowMs(): number | undefined {
-    const clock = this.store[TEST_CLOCK];
-    return clock === undefined ? undefined : clock();
+  constructor(store: DurableObjectStore, namespace: StoreNamespace, policies: string) {
+    this.#store = store;
+    this.#namespace = namespace;
+    this.#policies = policies;
   }
 
-  consume(key: string, cost: number): Promise<StoreResult> {
-    const call: ConsumeCall = { prefix: this.prefix, key, policies: this.policies, cost };
-    const nowMs = this.#nowMs();
-    if (nowMs !== undefined) call.nowMs = nowMs;
-    return this.store.stub(this.prefix, key).consume(call);
+  #call(key: string): LimiterCall {
+    const call: LimiterCall = { prefix: this.#namespace.prefix, key, policies: this.#policies };
+    if (this.#namespace.tier !== undefined) call.tier = this.#namespace.tier;
+    const clock = this.#store[TEST_CLOCK];
+    if (clock !== undefined) call.nowMs = clock();
+    return call;
   }
 
-  peek(key: string): Promise<StoreResult> {
-    const call: LimiterCall = { prefix: this.prefix, key, policies: this.policies };
-    const nowMs = this.#nowMs();
-    if (nowMs !== undefined) call.nowMs = nowMs;
-    return this.store.stub(this.prefix, key).peek(call);
+  async consume(key: string, cost: number): Promise<StoreResult> {
+    let reply: DecisionReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).consume({ ...this.#call(key), cost });
+    } catch (error) {
+      throw failure("consume", error);
+    }
+    return decisionFromReply(reply, this.#namespace.policies);
   }
 
-  reset(key: string): Promise<void> {
-    return this.store.stub(this.prefix, key).reset({ prefix: this.prefix, key });
+  async peek(key: string): Promise<StoreResult> {
+    let reply: DecisionReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).peek(this.#call(key));
+    } catch (error) {
+      throw failure("peek", error);
+    }
+    return decisionFromReply(reply, this.#namespace.policies);
   }
+
+  async reset(key: string): Promise<void> {
+    const call: ResetCall = { prefix: this.#namespace.prefix, key };
+    if (this.#namespace.tier !== undefined) call.tier = this.#namespace.tier;
+    let reply: ResetReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).reset(call);
+    } catch (error) {
+      throw failure("reset", error);
+    }
+    resetFromReply(reply);
+  }
+}
+
+/**
+ * A binding that skips `bind()`'s checks and sends `policies` (a JSON string) as given: tests use
+ * it to show that what the object refuses reaches the caller with its class.
+ * @internal
+ */
+export function bindUnchecked(store: DurableObjectStore, namespace: StoreNamespace, policies: string): BoundStore {
+  return new DurableObjectBinding(store, namespace, policies);
 }

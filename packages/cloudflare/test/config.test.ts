@@ -2,7 +2,8 @@
  * Misconfiguration is refused when the store or wrapper is built, with a message naming the option.
  * (These parts import nothing from `cloudflare:workers`, so they run in Node.)
  */
-import { RateLimiter, SluiceConfigError, fixedWindow } from "@sluice/core";
+import { RateLimiter, SluiceConfigError, SluiceInputError, SluiceStoreError, fixedWindow } from "@sluice/core";
+import { MAX_POLICIES, storageKey } from "@sluice/core/store";
 import { afterEach, describe, expect, it } from "vitest";
 import { fnv1a, objectName } from "../src/protocol.js";
 import { DurableObjectStore, type SluiceLimiterNamespace } from "../src/store.js";
@@ -41,12 +42,97 @@ describe("DurableObjectStore", () => {
     expect(() => new DurableObjectStore(namespace(), { locationHint: 7 as never })).toThrow('locationHint must be a string like "weur"');
   });
 
-  it("names one object per (prefix, key), or one per shard", () => {
-    expect(objectName("sluice", "user:1", 0)).toBe("sluice\u0000user:1");
-    expect(objectName("sluice:pro", "user:1", 0)).not.toBe(objectName("sluice", "pro:user:1", 0));
+  it("names one object per (prefix, tier, key) with core's storageKey, or one per shard of a namespace", () => {
+    expect(objectName({ prefix: "sluice" }, "user:1", 0)).toBe(storageKey({ prefix: "sluice" }, "user:1"));
+    expect(objectName({ prefix: "sluice" }, "user:1", 0)).toBe("sluice::user%3A1");
+    // the collisions of a ":" join: each pair names two objects
+    expect(objectName({ prefix: "app" }, "team:alice", 0)).not.toBe(objectName({ prefix: "app:team" }, "alice", 0));
+    expect(objectName({ prefix: "P", tier: "free" }, "bob", 0)).not.toBe(objectName({ prefix: "P" }, "free:bob", 0));
+    expect(objectName({ prefix: "P", tier: "free" }, "bob", 0)).toBe("P:free:bob");
     expect(fnv1a("")).toBe(0x811c9dc5);
     expect(fnv1a("a")).toBe(0xe40c292c); // the published FNV-1a test vector
-    expect(objectName("sluice", "a", 8)).toBe(`sluice\u0000#shard-${0xe40c292c % 8}-of-8`);
+    expect(objectName({ prefix: "sluice" }, "a", 8)).toBe(`sluice:::shard:${0xe40c292c % 8}:8`);
+    expect(objectName({ prefix: "sluice", tier: "pro" }, "a", 8)).toBe(`sluice:pro::shard:${0xe40c292c % 8}:8`);
+    // a shard's name has one ":" more than any key's: no key names a shard
+    expect(objectName({ prefix: "sluice" }, `:shard:${0xe40c292c % 8}:8`, 0)).not.toBe(objectName({ prefix: "sluice" }, "a", 8));
+  });
+
+  it("bind() checks the namespace synchronously, with the limit every store has (MAX_POLICIES)", () => {
+    const ns = namespace();
+    const store = new DurableObjectStore(ns);
+    const policies = (n: number) => Array.from({ length: n }, (_, i) => fixedWindow({ limit: 5, window: "1m", name: `p${i}` }));
+    expect(MAX_POLICIES).toBe(12);
+    expect(() => store.bind({ prefix: "p", policies: policies(12) })).not.toThrow();
+    for (const n of [13, 33]) {
+      expect(() => store.bind({ prefix: "p", policies: policies(n) })).toThrow(SluiceConfigError);
+      expect(() => store.bind({ prefix: "p", policies: policies(n) })).toThrow(
+        `[sluice] [cloudflare] DurableObjectStore.bind: policies takes at most 12 policies (the same on every store); got ${n}`,
+      );
+    }
+    expect(() => new RateLimiter({ store, limits: policies(13) })).toThrow(SluiceConfigError);
+    expect(() => store.bind({ prefix: "p", policies: [] })).toThrow(SluiceConfigError);
+    expect(() => store.bind({ prefix: "p p", policies: policies(1) })).toThrow("DurableObjectStore.bind: prefix must be");
+    expect(() => store.bind({ prefix: "p", tier: "", policies: policies(1) })).toThrow("DurableObjectStore.bind: tier must be");
+    expect(() => store.bind({ prefix: "p", policies: [{ ...fixedWindow({ limit: 5, window: "1m" }), windowMs: 0 }] })).toThrow(SluiceConfigError);
+    expect(ns.names).toEqual([]); // no object was asked anything
+  });
+});
+
+describe("DurableObjectStore replies", () => {
+  /** A namespace whose every stub answers `reply` (or fails with it). */
+  function answering(reply: () => unknown): SluiceLimiterNamespace {
+    const answer = async () => reply();
+    return { idFromName: (name) => ({ name }) as unknown as DurableObjectId, get: () => ({ consume: answer, peek: answer, reset: answer }) };
+  }
+  const limits = fixedWindow({ limit: 5, window: "1m", name: "w" });
+  const good = { now: 1000, policies: [{ policy: "w", allowed: true, limit: 5, remaining: 4, resetAt: 60_000, retryAfterMs: 0, delayMs: 0 }] };
+
+  it.each([
+    ["SluiceConfigError", SluiceConfigError],
+    ["SluiceInputError", SluiceInputError],
+  ] as const)("a refusal named %s is rethrown as that class, and the limiter never falls back", async (name, cls) => {
+    const failures: unknown[] = [];
+    const store = new DurableObjectStore(answering(() => ({ error: { name, message: `[sluice] [cloudflare] refused (${name})` } })));
+    const bound = store.bind({ prefix: "p", policies: [limits] });
+    await expect(bound.consume("k", 1)).rejects.toBeInstanceOf(cls);
+    await expect(bound.peek("k")).rejects.toThrow(`refused (${name})`);
+    await expect(bound.reset("k")).rejects.toBeInstanceOf(cls);
+    for (const onStoreError of ["fallback", "allow", "deny"] as const) {
+      const limiter = new RateLimiter({ store, limits, onStoreError, onStoreFailure: (e) => failures.push(e) });
+      await expect(limiter.limit("k")).rejects.toBeInstanceOf(cls);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it.each([
+    ["nothing", undefined],
+    ["a string", "ok"],
+    ["no now", { policies: good.policies }],
+    ["too few results", { now: 1000, policies: [] }],
+    ["a result for another policy", { now: 1000, policies: [{ ...good.policies[0], policy: "x" }] }],
+    ["a result missing a field", { now: 1000, policies: [{ ...good.policies[0], remaining: undefined }] }],
+    ["an error of another class", { error: { name: "TypeError", message: "boom" } }],
+    ["an error without a message", { error: { name: "SluiceInputError" } }],
+  ])("a malformed reply (%s) is a SluiceStoreError: a store failure", async (_label, reply) => {
+    const failures: unknown[] = [];
+    const store = new DurableObjectStore(answering(() => reply));
+    await expect(store.bind({ prefix: "p", policies: [limits] }).consume("k", 1)).rejects.toBeInstanceOf(SluiceStoreError);
+    const limiter = new RateLimiter({ store, limits, onStoreFailure: (e) => failures.push(e) });
+    expect(await limiter.limit("k")).toMatchObject({ allowed: true, reason: "store-error" });
+    expect(failures[0]).toBeInstanceOf(SluiceStoreError);
+  });
+
+  it("a failed call is a SluiceStoreError with the cause; a good reply is the result", async () => {
+    const cause = new Error("Durable Object is overloaded");
+    const failing = new DurableObjectStore(
+      answering(() => {
+        throw cause;
+      }),
+    );
+    const error = await Promise.resolve(failing.bind({ prefix: "p", policies: [limits] }).consume("k", 1)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SluiceStoreError);
+    expect(error).toMatchObject({ message: "[sluice] [cloudflare] SluiceLimiter.consume() failed: Durable Object is overloaded", cause });
+    expect(await new DurableObjectStore(answering(() => good)).bind({ prefix: "p", policies: [limits] }).consume("k", 1)).toEqual(good);
   });
 });
 

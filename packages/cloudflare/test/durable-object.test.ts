@@ -96,11 +96,12 @@ describe("state survives", () => {
     const clock = { now: T0 };
     const l = limiterAt(url, slidingLog({ limit: 4, window: "1m" }), { clock: () => clock.now, prefix: "evict" });
     await l.limit("k", { cost: 3 });
-    const name = objectName("evict", "k", 0);
+    const name = objectName({ prefix: "evict" }, "k", 0);
     const storage = await mf.unsafeGetDurableObjectStorage(WORKER_NAME, "SluiceLimiter", { name });
-    // the stored row: per policy `name|kind`, [expires at (µs), the log's sum, then its (time µs, cost) entries]
+    // the stored row, under core's storageKey: per policy field `name|kind`, [expires at (µs), then the
+    // log's (time µs, cost) entries] (core's StoredState: the sum is recomputed, never stored)
     expect(await storage.exec("SELECT key, state, expires_at FROM sluice_state")).toEqual([
-      { key: "evict\u0000k", state: JSON.stringify({ "4-per-1m|slidingLog": [(T0 + 60_000) * 1000, 3, T0 * 1000, 3] }), expires_at: (T0 + 60_000) * 1000 },
+      { key: "evict::k", state: JSON.stringify({ "4-per-1m|sl": [(T0 + 60_000) * 1000, T0 * 1000, 3] }), expires_at: (T0 + 60_000) * 1000 },
     ]);
     await mf.unsafeEvictDurableObject(WORKER_NAME, "SluiceLimiter", { name });
     clock.now += 10;
@@ -118,8 +119,8 @@ describe("cleanup", () => {
     const clock = { now: T0 + 500 };
     const l = limiterAt(url, fixedWindow({ limit: 2, window: "1s" }), { clock: () => clock.now, prefix: "lazy" });
     await l.limit("k");
-    const name = objectName("lazy", "k", 0);
-    expect((await rows(mf, name)).map((r) => [r.key, r.expires_at])).toEqual([["lazy\u0000k", (T0 + 1000) * 1000]]);
+    const name = objectName({ prefix: "lazy" }, "k", 0);
+    expect((await rows(mf, name)).map((r) => [r.key, r.expires_at])).toEqual([["lazy::k", (T0 + 1000) * 1000]]);
     clock.now = T0 + 999;
     expect(brief(await l.peek("k"))).toEqual([true, 1, "ok"]);
     expect(await rows(mf, name)).toHaveLength(1);
@@ -141,8 +142,8 @@ describe("cleanup", () => {
     const first = await l.limit("k");
     expect(first).toMatchObject({ allowed: true, remaining: 4 });
     expect((await other.limit("k")).allowed).toBe(true);
-    const name = objectName("alarm", "k", 0);
-    expect((await table(mf, name))?.map((r) => [r.key, r.expires_at])).toEqual([["alarm\u0000k", (first.now + 2500) * 1000]]);
+    const name = objectName({ prefix: "alarm" }, "k", 0);
+    expect((await table(mf, name))?.map((r) => [r.key, r.expires_at])).toEqual([["alarm::k", (first.now + 2500) * 1000]]);
     let left = await table(mf, name);
     for (let i = 0; i < 200 && left !== null; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -151,7 +152,7 @@ describe("cleanup", () => {
     // the row is gone, and with it the table: deleteAll() left the object no storage
     expect(left).toBeNull();
     // the other key (its own object, a one-hour bucket) is still there
-    expect(await rows(mf, objectName("alarm-long", "k", 0))).toHaveLength(1);
+    expect(await rows(mf, objectName({ prefix: "alarm-long" }, "k", 0))).toHaveLength(1);
     // the object starts again from an empty table
     expect((await l.limit("k")).remaining).toBe(4);
     expect(await rows(mf, name)).toHaveLength(1);
@@ -196,25 +197,42 @@ describe("the object validates what it is sent", () => {
   const raw = (method: string, call: unknown, name = "validate") => post<StoreResult | null>(new URL("/raw", url).toString(), { method, name, call });
   const good = { prefix: "v", key: "k", policies, cost: 1, nowMs: T0 };
 
+  const policy = (i: number) => specOf(fixedWindow({ limit: 3, window: "1m", name: `p${i}` }));
   it.each([
-    ["cost 0", { ...good, cost: 0 }, "cost must be a positive safe integer"],
-    ["cost 1.5", { ...good, cost: 1.5 }, "cost must be a positive safe integer"],
-    ['cost "1"', { ...good, cost: "1" }, "cost must be a positive safe integer"],
-    ["an empty key", { ...good, key: "" }, "key must be a non-empty string"],
-    ["a missing prefix", { ...good, prefix: undefined }, "prefix must be a non-empty string"],
-    ["policies that are not JSON", { ...good, policies: "[{" }, "policies is not valid JSON"],
-    ["no policies", { ...good, policies: "[]" }, "policies must be a list of 1 to 32 policies"],
-    ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "policies[0].kind is not an algorithm"],
-    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, windowMs: 60_000 }]) }, "fixedWindow: limit must be a positive safe integer; got -1"],
+    ["cost 0", { ...good, cost: 0 }, "SluiceInputError", "[sluice] [cloudflare] cost must be a positive safe integer; got 0"],
+    ["cost 1.5", { ...good, cost: 1.5 }, "SluiceInputError", "cost must be a positive safe integer; got 1.5"],
+    ['cost "1"', { ...good, cost: "1" }, "SluiceInputError", 'cost must be a positive safe integer; got "1"'],
+    ["an empty key", { ...good, key: "" }, "SluiceInputError", "key must be a non-empty string"],
+    ["a 5000-character key", { ...good, key: "k".repeat(5000) }, "SluiceInputError", "key must be at most 4096 characters; got 5000"],
+    ["a key with a lone surrogate", { ...good, key: "a\ud800" }, "SluiceInputError", "key must be a well-formed string"],
+    ["a missing prefix", { ...good, prefix: undefined }, "SluiceConfigError", "[sluice] [cloudflare] SluiceLimiter: prefix must be 1-128 visible ASCII characters"],
+    ["a tier with a space", { ...good, tier: "a b" }, "SluiceConfigError", "SluiceLimiter: tier must be 1-128 visible ASCII characters"],
+    ["policies that are not JSON", { ...good, policies: "[{" }, "SluiceConfigError", "policies is not valid JSON"],
+    ["no policies", { ...good, policies: "[]" }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 0"],
+    ["13 policies", { ...good, policies: JSON.stringify(Array.from({ length: 13 }, (_, i) => policy(i))) }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 13"],
+    ["33 policies", { ...good, policies: JSON.stringify(Array.from({ length: 33 }, (_, i) => policy(i))) }, "SluiceConfigError", "got 33"],
+    ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "SluiceConfigError", "policies[0].kind is not an algorithm"],
+    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, windowMs: 60_000 }]) }, "SluiceConfigError", "fixedWindow: limit must be a positive safe integer; got -1"],
     [
       "two policies with one name",
       { ...good, policies: JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" })), specOf(slidingLog({ limit: 3, window: "1m", name: "w" }))]) },
+      "SluiceConfigError",
       "needs a name distinct from the others",
     ],
-    ["a test time that is not a number", { ...good, nowMs: "soon" }, "the test clock must be a non-negative finite epoch ms"],
-  ])("refuses %s before touching state", async (_label, call, message) => {
-    await expect(raw("consume", call)).rejects.toThrow(message);
+  ])("refuses %s before touching state, answering the error's class as a value", async (_label, call, name, message) => {
+    const reply = (await raw("consume", call)) as unknown as { error: { name: string; message: string } };
+    expect(reply).toEqual({ error: { name, message: expect.stringContaining(message) } });
     expect(await raw("peek", good)).toMatchObject({ now: T0, policies: [{ policy: "w", remaining: 3 }] });
+  });
+
+  it("refuses a reset of a bad key or namespace the same way", async () => {
+    expect(await raw("reset", { prefix: "v", key: "k".repeat(5000) })).toEqual({ error: { name: "SluiceInputError", message: expect.stringContaining("at most 4096") } });
+    expect(await raw("reset", { prefix: "v v", key: "k" })).toEqual({ error: { name: "SluiceConfigError", message: expect.stringContaining("prefix must be") } });
+    expect(await raw("reset", { prefix: "v", key: "k" })).toBeNull();
+  });
+
+  it("a test time that is not a number is thrown: a store failure, not the caller's mistake", async () => {
+    await expect(raw("consume", { ...good, nowMs: "soon" })).rejects.toThrow("the test clock must be a non-negative finite epoch ms");
   });
 
   it("answers a well-formed call with the engine's result", async () => {
@@ -250,7 +268,7 @@ describe("placement and concurrency", () => {
     expect(idsSharded.size - idsPerKey.size).toBe(4);
     // each shard holds its keys' rows
     let total = 0;
-    for (let shard = 0; shard < 4; shard++) total += (await rows(mf, `place-sharded\u0000#shard-${shard}-of-4`)).length;
+    for (let shard = 0; shard < 4; shard++) total += (await rows(mf, `place-sharded:::shard:${shard}:4`)).length;
     expect(total).toBe(24);
     // and keys stay distinct inside a shard
     expect((await sharded.peek("user:0")).remaining).toBe(4);
@@ -272,6 +290,93 @@ describe("placement and concurrency", () => {
     await a.limit("k");
     expect((await a.peek("k")).remaining).toBe(2);
     expect((await b.peek("k")).remaining).toBe(2);
-    expect((await rows(mf, objectName("shared", "k", 0))).map((r) => r.key)).toEqual(["shared\u0000k"]);
+    expect((await rows(mf, objectName({ prefix: "shared" }, "k", 0))).map((r) => r.key)).toEqual(["shared::k"]);
+  });
+});
+
+describe("errors keep their class across the RPC", () => {
+  let url: string;
+  beforeAll(async () => {
+    ({ url } = await start({ testClock: true }));
+  });
+  const one = [specOf(fixedWindow({ limit: 3, window: "1m", name: "w" }))];
+  const thirteen = Array.from({ length: 13 }, (_, i) => specOf(fixedWindow({ limit: 3, window: "1m", name: `p${i}` })));
+
+  /** POSTs to the test Worker and returns its answer, a failure (status 500) included. */
+  async function send(path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+    const response = await fetch(new URL(path, url), { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+    return { status: response.status, body: JSON.parse(await response.text()) as Record<string, unknown> };
+  }
+
+  it.each([
+    ["a 5000-character key", { key: "k".repeat(5000) }, "SluiceInputError", "key must be at most 4096 characters; got 5000"],
+    ["a lone surrogate", { key: "\ud800" }, "SluiceInputError", "lone surrogate"],
+  ])("DurableObjectStore called directly with %s: the object's SluiceInputError reaches the caller as that class", async (_label, fields, cls, message) => {
+    for (const op of ["consume", "peek", "reset"]) {
+      const { status, body } = await send("/store", { op, prefix: "direct", policies: one, nowMs: T0, ...fields });
+      expect(status).toBe(500);
+      expect(body).toEqual({ stage: op, error: { name: cls, class: cls, message: expect.stringContaining(message) } });
+    }
+  });
+
+  it("13 policies: bind() refuses them synchronously; sent anyway, the object's SluiceConfigError reaches the caller as that class", async () => {
+    const checked = await send("/store", { op: "consume", prefix: "direct", policies: thirteen, key: "k", nowMs: T0 });
+    expect(checked.body).toMatchObject({ stage: "bind", error: { class: "SluiceConfigError", message: expect.stringContaining("at most 12 policies") } });
+    const sent = await send("/store", { op: "consume", prefix: "direct", policies: thirteen, key: "k", nowMs: T0, unchecked: true });
+    expect(sent.body).toEqual({
+      stage: "consume",
+      error: { name: "SluiceConfigError", class: "SluiceConfigError", message: expect.stringContaining("policies must be a list of 1 to 12 policies") },
+    });
+    // a bad tier, sent past bind(): refused by the object, as a SluiceConfigError
+    const tier = await send("/store", { op: "peek", prefix: "direct", tier: "a b", policies: one, key: "k", nowMs: T0, unchecked: true });
+    expect(tier.body).toMatchObject({ stage: "peek", error: { class: "SluiceConfigError", message: expect.stringContaining("tier must be") } });
+  });
+
+  it.each([
+    ["a 5000-character key", "long-key", "SluiceInputError"],
+    ["13 policies", "many-policies", "SluiceConfigError"],
+    ["a bad tier", "bad-tier", "SluiceConfigError"],
+  ])("a RateLimiter over the object rejects with the class for %s: never a store-error or a fallback", async (_label, fault, cls) => {
+    for (const onStoreError of ["fallback", "allow", "deny"]) {
+      const { status, body } = await send("/limiter", { fault, onStoreError });
+      expect(status, JSON.stringify(body)).toBe(500);
+      expect(body).toMatchObject({ stage: "limit", error: { class: cls } });
+    }
+  });
+});
+
+describe("one key schema: core's storageKey names the object and the row", () => {
+  let mf: Miniflare;
+  let url: string;
+  beforeAll(async () => {
+    ({ mf, url } = await start({ testClock: true }));
+  });
+
+  it('prefix "app" + "team:alice" and prefix "app:team" + "alice" are two quotas in two objects', async () => {
+    const clock = () => T0;
+    const limits = fixedWindow({ limit: 1, window: "1h" });
+    const a = limiterAt(url, limits, { clock, prefix: "app" });
+    const b = limiterAt(url, limits, { clock, prefix: "app:team" });
+    expect((await a.limit("team:alice")).allowed).toBe(true);
+    expect((await a.limit("team:alice")).allowed).toBe(false);
+    expect((await b.limit("alice")).allowed).toBe(true);
+    expect((await rows(mf, objectName({ prefix: "app" }, "team:alice", 0))).map((r) => r.key)).toEqual(["app::team%3Aalice"]);
+    expect((await rows(mf, objectName({ prefix: "app:team" }, "alice", 0))).map((r) => r.key)).toEqual(["app%3Ateam::alice"]);
+  });
+
+  it('tier "free" of prefix P + "bob" and plain P + "free:bob" are two quotas, sharded or not', async () => {
+    const clock = () => T0;
+    const limits = fixedWindow({ limit: 1, window: "1h" });
+    for (const shards of [0, 2]) {
+      const P = `tiered-${shards}`;
+      const free = new RateLimiter({ store: new WorkerStore(url, { clock, shards }), limits, prefix: P, tier: "free", onStoreError: "deny" });
+      const plain = limiterAt(url, limits, { clock, prefix: P, shards });
+      expect((await free.limit("bob")).allowed).toBe(true);
+      expect((await free.limit("bob")).allowed).toBe(false);
+      expect((await plain.limit("free:bob")).allowed).toBe(true);
+      expect((await plain.limit("free:bob")).allowed).toBe(false);
+    }
+    expect((await rows(mf, objectName({ prefix: "tiered-0", tier: "free" }, "bob", 0))).map((r) => r.key)).toEqual(["tiered-0:free:bob"]);
+    expect((await rows(mf, objectName({ prefix: "tiered-0" }, "free:bob", 0))).map((r) => r.key)).toEqual(["tiered-0::free%3Abob"]);
   });
 });

@@ -134,6 +134,7 @@ export class WorkerStore implements Store {
       post<T>(new URL("/store", this.baseUrl).toString(), {
         op,
         prefix: namespace.prefix,
+        tier: namespace.tier,
         policies,
         key,
         cost,

@@ -136,10 +136,18 @@ export function assertNamespace(namespace: StoreNamespace, where: string): void 
   if (typeof namespace !== "object" || namespace === null) {
     throw new SluiceConfigError(`${where}: the namespace must be an object { prefix, tier?, policies }; got ${describe(namespace)}`);
   }
-  validateName(namespace.prefix, `${where}: prefix`);
-  if (namespace.tier !== undefined) validateTier(namespace.tier, `${where}: tier`);
+  assertPrefixAndTier(namespace, where);
   if (!Array.isArray(namespace.policies)) {
     throw new SluiceConfigError(`${where}: policies must be a list of policies; got ${describe(namespace.policies)}`);
   }
   validatePolicies(namespace.policies, where, "policies");
+}
+
+/**
+ * The first half of {@link assertNamespace}: a valid prefix, and a valid tier or none. For calls
+ * that carry no policies (a reset). Throws {@link SluiceConfigError}.
+ */
+export function assertPrefixAndTier(namespace: { readonly prefix: string; readonly tier?: string | undefined }, where: string): void {
+  validateName(namespace.prefix, `${where}: prefix`);
+  if (namespace.tier !== undefined) validateTier(namespace.tier, `${where}: tier`);
 }

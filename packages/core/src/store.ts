@@ -71,6 +71,7 @@ export {
   policyField,
   assertKey,
   assertNamespace,
+  assertPrefixAndTier,
   MAX_POLICIES,
   MAX_KEY_LENGTH,
 } from "./keys.js";

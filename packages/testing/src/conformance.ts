@@ -1,8 +1,9 @@
 /**
  * The conformance suite every store must pass: `testStore({ makeStore })` registers Vitest tests
  * for every algorithm's exact decisions, window edges (through the store's test clock), multi-limit
- * atomicity, costs above 1, peek, reset, key and prefix isolation, tight `retryAfterMs`, a property
- * test against the reference models, and the recorded vectors.
+ * atomicity, costs above 1, peek, reset, key and prefix isolation, the key schema (`testKeySchema`:
+ * prefix and tier collisions, lone surrogates, long keys), tight `retryAfterMs`, a property test
+ * against the reference models, and the recorded vectors.
  *
  * @example
  * ```ts
@@ -25,6 +26,7 @@ import {
 } from "@sluice/core";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary } from "./vectors.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
@@ -438,6 +440,14 @@ export function testStore(options: TestStoreOptions): void {
           { numRuns: options.numRuns ?? 60 },
         );
       });
+    });
+
+    // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store
+    describe("key schema", () => {
+      beforeAll(() => {
+        clock.now = T0 + 1234;
+      });
+      testKeySchema({ name: options.name, makeStore: () => store, timeoutMs: timeout });
     });
 
     describe("recorded vectors", () => {

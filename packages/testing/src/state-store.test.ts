@@ -1,0 +1,51 @@
+/**
+ * A third-party store built only on `@sluice/core/store` — the key schema and the pure
+ * `decideState`/`peekState` over a JSON state — passes the same conformance suite as the stores
+ * Sluice ships. Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a
+ * database or a KV store.
+ */
+import {
+  type BoundStore,
+  type Store,
+  type StoreNamespace,
+  type StoredState,
+  assertNamespace,
+  decideState,
+  peekState,
+  storageKey,
+} from "@sluice/core/store";
+import { testStore } from "./conformance.js";
+
+class JsonRecordStore implements Store {
+  readonly #records = new Map<string, { json: string; expiresAtUs: number }>();
+
+  constructor(readonly clock: () => number) {}
+
+  bind(namespace: StoreNamespace): BoundStore {
+    assertNamespace(namespace, "JsonRecordStore.bind");
+    const records = this.#records;
+    const nowUs = () => Math.floor(this.clock() * 1000);
+    const read = (id: string, now: number): StoredState | undefined => {
+      const record = records.get(id);
+      return record === undefined || record.expiresAtUs <= now ? undefined : (JSON.parse(record.json) as StoredState);
+    };
+    return {
+      consume(key, cost) {
+        const id = storageKey(namespace, key);
+        const now = nowUs();
+        const decided = decideState(namespace.policies, read(id, now), now, cost);
+        if (decided.state !== undefined) records.set(id, { json: JSON.stringify(decided.state), expiresAtUs: decided.expiresAtUs });
+        return { now: Math.floor(now / 1000), policies: decided.policies };
+      },
+      peek(key) {
+        const now = nowUs();
+        return { now: Math.floor(now / 1000), policies: peekState(namespace.policies, read(storageKey(namespace, key), now), now).policies };
+      },
+      reset(key) {
+        records.delete(storageKey(namespace, key));
+      },
+    };
+  }
+}
+
+testStore({ name: "a store on @sluice/core/store (decideState over JSON records)", makeStore: ({ clock }) => new JsonRecordStore(clock), numRuns: 100 });
