@@ -29,6 +29,7 @@ export interface UpstashRedisLike {
  */
 export class UpstashStore extends ScriptStore {
   protected readonly transport: Transport;
+  protected readonly storeName = "UpstashStore";
 
   constructor(redis: UpstashRedisLike) {
     super();
