@@ -1,13 +1,12 @@
 import { testStore } from "@sluice/testing";
-import { testKeySchema } from "@sluice/testing/key-schema";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import IORedis from "ioredis";
 import { createClient } from "redis";
 import { inject } from "vitest";
 import { createTestRedisStore, createTestUpstashStore } from "./testing.js";
 
-// The same suite, the same recorded vectors and the same key-schema checks as MemoryStore, through
-// each transport. Each suite opens its own connection.
+// The same suite (the key-schema checks included), the same recorded vectors as MemoryStore,
+// through each transport. Each suite opens its own connection.
 
 function ioredisTransport() {
   let client: IORedis | undefined;
@@ -49,7 +48,3 @@ function upstashTransport() {
 testStore({ name: "RedisStore + ioredis", ...ioredisTransport(), numRuns: 40 });
 testStore({ name: "RedisStore + node-redis", ...nodeRedisTransport(), numRuns: 40 });
 testStore({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport(), numRuns: 25 });
-
-testKeySchema({ name: "RedisStore + ioredis", ...ioredisTransport() });
-testKeySchema({ name: "RedisStore + node-redis", ...nodeRedisTransport() });
-testKeySchema({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport() });
