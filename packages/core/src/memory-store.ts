@@ -42,20 +42,26 @@ class Table {
   num = new Float64Array(0);
   /** `objStride` entries per local slot (a sliding log's entries). */
   readonly obj: unknown[] = [];
-  /** The global slot of each local slot. */
-  globalOf = new Int32Array(0);
+  /** The key of each local slot. */
+  readonly keys: (string | undefined)[] = [];
   /** Local slots in use. */
   count = 0;
 
-  /** `layout`: that of the first binding, used to tell whether a key's state has expired. */
-  constructor(readonly layout: Layout) {
+  /**
+   * @param id - The table's index in the store's list of tables (what a global slot records).
+   * @param layout - That of the first binding, used to tell whether a key's state has expired.
+   */
+  constructor(
+    readonly id: number,
+    readonly layout: Layout,
+  ) {
     this.numStride = layout.numStride;
     this.objStride = layout.objStride;
   }
 
   /** Capacity in local slots. */
   get capacity(): number {
-    return this.globalOf.length;
+    return this.num.length / this.numStride;
   }
 
   /** Reallocates the arrays to hold `capacity` local slots (at least `count`). */
@@ -63,9 +69,7 @@ class Table {
     const num = new Float64Array(capacity * this.numStride);
     num.set(this.num.subarray(0, Math.min(this.num.length, num.length)));
     this.num = num;
-    const globalOf = new Int32Array(capacity);
-    globalOf.set(this.globalOf.subarray(0, Math.min(this.globalOf.length, capacity)));
-    this.globalOf = globalOf;
+    if (this.keys.length > capacity) this.keys.length = capacity;
     if (this.obj.length > capacity * this.objStride) this.obj.length = capacity * this.objStride;
   }
 
@@ -73,30 +77,36 @@ class Table {
   clear(): void {
     this.map.clear();
     this.num = new Float64Array(0);
-    this.globalOf = new Int32Array(0);
+    this.keys.length = 0;
     this.obj.length = 0;
     this.count = 0;
   }
 }
 
+/** Numbers kept per global slot, side by side in one `Int32Array` (one cache line per key). */
+const LINK_WIDTH = 4;
+/** Offsets inside a slot's links: the previous and next slot in recency order, the key's local slot, its table's id. */
+const PREV = 0;
+const NEXT = 1;
+const LOCAL = 2;
+const TABLE = 3;
+
 /**
  * The store's bookkeeping, kept out of its public surface: global slot numbers (one per key, across
- * namespaces) with the recency list over them, each slot's namespace and local slot, and the
- * namespaces' tables.
+ * namespaces) with the recency list over them, each slot's table and local slot, and the tables.
  */
 class Slots {
   #capacity = 0;
   /** High-water mark of global slot numbers handed out. */
   #used = 0;
   size = 0;
-  #keys: (string | undefined)[] = [];
-  #tables: (Table | undefined)[] = [];
-  /** Per global slot, three numbers side by side (one cache line): the previous and next slot in recency order, and the key's local slot in its table. */
+  /** Per global slot, {@link LINK_WIDTH} numbers: see {@link PREV}, {@link NEXT}, {@link LOCAL}, {@link TABLE}. */
   links = new Int32Array(0);
   #head = NONE; // most recently used
   #tail = NONE; // least recently used
   #free: number[] = [];
   readonly byId = new Map<string, Table>();
+  readonly tables: Table[] = [];
 
   constructor(
     readonly maxKeys: number,
@@ -108,10 +118,19 @@ class Slots {
     return Math.floor(this.clock() * 1000);
   }
 
+  /** The table for `id`, made on first use. */
+  table(id: string, layout: Layout): Table {
+    let table = this.byId.get(id);
+    if (table === undefined) {
+      table = new Table(this.tables.length, layout);
+      this.tables.push(table);
+      this.byId.set(id, table);
+    }
+    return table;
+  }
+
   clear(): void {
-    for (const table of this.byId.values()) table.clear();
-    this.#keys = [];
-    this.#tables = [];
+    for (const table of this.tables) table.clear();
     this.#free = [];
     this.#used = 0;
     this.#capacity = 0;
@@ -125,16 +144,17 @@ class Slots {
     const head = this.#head;
     if (slot === head) return;
     const links = this.links;
-    const p = links[3 * slot] as number;
-    const n = links[3 * slot + 1] as number;
+    const at = LINK_WIDTH * slot;
+    const p = links[at + PREV] as number;
+    const n = links[at + NEXT] as number;
     // unlink (slot is not the head, so p !== NONE)
-    links[3 * p + 1] = n;
+    links[LINK_WIDTH * p + NEXT] = n;
     if (n === NONE) this.#tail = p;
-    else links[3 * n] = p;
+    else links[LINK_WIDTH * n + PREV] = p;
     // link at the head
-    links[3 * slot] = NONE;
-    links[3 * slot + 1] = head;
-    links[3 * head] = slot;
+    links[at + PREV] = NONE;
+    links[at + NEXT] = head;
+    links[LINK_WIDTH * head + PREV] = slot;
     this.#head = slot;
   }
 
@@ -150,51 +170,51 @@ class Slots {
     if (local >= table.capacity) table.resize(Math.min(this.maxKeys, Math.max(MIN_TABLE_CAPACITY, table.capacity * 2)));
     const stride = table.numStride;
     table.num.fill(0, local * stride, (local + 1) * stride);
-    table.globalOf[local] = slot;
+    table.keys[local] = key;
+    table.map.set(key, slot);
     const links = this.links;
-    links[3 * slot + 2] = local;
-    this.#keys[slot] = key;
-    this.#tables[slot] = table;
+    const at = LINK_WIDTH * slot;
+    links[at + LOCAL] = local;
+    links[at + TABLE] = table.id;
     // link at the head
-    links[3 * slot] = NONE;
-    links[3 * slot + 1] = this.#head;
-    if (this.#head !== NONE) links[3 * this.#head] = slot;
+    links[at + PREV] = NONE;
+    links[at + NEXT] = this.#head;
+    if (this.#head !== NONE) links[LINK_WIDTH * this.#head + PREV] = slot;
     else this.#tail = slot;
     this.#head = slot;
-    table.map.set(key, slot);
     this.size++;
     return local;
   }
 
   /** Forgets the key held in global slot `slot`. */
   remove(slot: number): void {
-    const table = this.#tables[slot] as Table;
-    table.map.delete(this.#keys[slot] as string);
-    // keep the table packed: the last local slot moves into the freed one
     const links = this.links;
-    const local = links[3 * slot + 2] as number;
+    const at = LINK_WIDTH * slot;
+    const table = this.tables[links[at + TABLE] as number] as Table;
+    const local = links[at + LOCAL] as number;
+    table.map.delete(table.keys[local] as string);
+    // keep the table packed: the last local slot moves into the freed one
     const last = --table.count;
-    const { numStride, objStride, num, obj } = table;
+    const { numStride, objStride, num, obj, keys } = table;
     if (local !== last) {
       num.copyWithin(local * numStride, last * numStride, (last + 1) * numStride);
       for (let i = 0; i < objStride; i++) obj[local * objStride + i] = obj[last * objStride + i];
-      const moved = table.globalOf[last] as number;
-      table.globalOf[local] = moved;
-      links[3 * moved + 2] = local;
+      const movedKey = keys[last] as string;
+      keys[local] = movedKey;
+      links[LINK_WIDTH * (table.map.get(movedKey) as number) + LOCAL] = local;
     }
+    keys[last] = undefined;
     for (let i = last * objStride, end = i + objStride; i < end; i++) obj[i] = undefined;
     let capacity = table.capacity;
     while (capacity > MIN_TABLE_CAPACITY && table.count < capacity / 4) capacity /= 2;
     if (capacity < table.capacity) table.resize(Math.max(MIN_TABLE_CAPACITY, Math.ceil(capacity)));
     // unlink from the recency list
-    const p = links[3 * slot] as number;
-    const n = links[3 * slot + 1] as number;
+    const p = links[at + PREV] as number;
+    const n = links[at + NEXT] as number;
     if (p === NONE) this.#head = n;
-    else links[3 * p + 1] = n;
+    else links[LINK_WIDTH * p + NEXT] = n;
     if (n === NONE) this.#tail = p;
-    else links[3 * n] = p;
-    this.#keys[slot] = undefined;
-    this.#tables[slot] = undefined;
+    else links[LINK_WIDTH * n + PREV] = p;
     this.#free.push(slot);
     this.size--;
   }
@@ -206,31 +226,32 @@ class Slots {
         this.remove(slot);
         return;
       }
-      slot = this.links[3 * slot] as number;
+      slot = this.links[LINK_WIDTH * slot + PREV] as number;
     }
     this.remove(this.#tail);
   }
 
   #expired(slot: number, nowUs: number): boolean {
-    const table = this.#tables[slot] as Table;
-    const local = this.links[3 * slot + 2] as number;
+    const at = LINK_WIDTH * slot;
+    const table = this.tables[this.links[at + TABLE] as number] as Table;
+    const local = this.links[at + LOCAL] as number;
     const { policies, numOffsets, objOffsets } = table.layout;
     for (let i = 0; i < policies.length; i++) {
-      const at = expiresAtUs(
+      const expiry = expiresAtUs(
         policies[i] as Policy,
         table.num,
         local * table.numStride + (numOffsets[i] as number),
         table.obj,
         local * table.objStride + (objOffsets[i] as number),
       );
-      if (at > nowUs) return false;
+      if (expiry > nowUs) return false;
     }
     return true;
   }
 
   #grow(min: number): void {
     const capacity = Math.min(this.maxKeys, Math.max(min, INITIAL_CAPACITY, this.#capacity * 2));
-    const links = new Int32Array(3 * capacity);
+    const links = new Int32Array(LINK_WIDTH * capacity);
     links.set(this.links);
     this.links = links;
     this.#capacity = capacity;
@@ -292,12 +313,7 @@ export class MemoryStore implements Store {
     const layout = layoutOf(namespace.policies);
     const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map(policyField).join("\u0000")}`;
     const slots = this.#slots;
-    let table = slots.byId.get(id);
-    if (table === undefined) {
-      table = new Table(layout);
-      slots.byId.set(id, table);
-    }
-    return new MemoryBinding(slots, table, layout);
+    return new MemoryBinding(slots, slots.table(id, layout), layout);
   }
 }
 
@@ -332,7 +348,7 @@ class MemoryBinding implements BoundStore {
       local = slots.allocate(table, key, nowUs);
     } else {
       slots.touch(slot);
-      local = slots.links[3 * slot + 2] as number;
+      local = slots.links[LINK_WIDTH * slot + LOCAL] as number;
     }
     const single = this.#single;
     const policies =
@@ -351,7 +367,7 @@ class MemoryBinding implements BoundStore {
     if (slot === undefined) {
       policies = peekAll(this.#layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs);
     } else {
-      const local = slots.links[3 * slot + 2] as number;
+      const local = slots.links[LINK_WIDTH * slot + LOCAL] as number;
       policies = peekAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs);
     }
     return { now: Math.floor(nowUs / 1000), policies };
