@@ -1,0 +1,194 @@
+/**
+ * The deny cache: a bounded, per-limiter memory of recent denials, so that a key a remote store has
+ * just denied for R ms is answered locally (`reason: "cached-deny"`) for the rest of R, with no
+ * round trip. A client that keeps hammering after its 429 then costs nothing but a map lookup.
+ *
+ * The rules, each chosen to stay correct rather than clever:
+ * - **What is remembered:** only a denial with `reason: "limit"` and a finite `retryAfterMs` that
+ *   came back from the store asynchronously (a network round trip). Never a denial from the
+ *   fallback store, a store error, a timeout or `onStoreError: "deny"` (those say nothing about the
+ *   key), never `cost-exceeds-limit` (`retryAfterMs: Infinity`: it depends on the cost, not on
+ *   the key's state, and is rare enough to ask the store each time), and never a synchronous
+ *   store's answer (`MemoryStore` is already local: a cached answer would save nothing).
+ * - **Which requests it answers:** the same key with a cost **at least** the denied cost. A larger
+ *   cost is denied by the same state (every algorithm is monotonic in the cost), and until R has
+ *   passed the state can only stay the same or get fuller (other requests consume; nothing refills
+ *   faster than the store computed). A smaller cost may pass sooner, so it goes to the store (and a
+ *   denial of it replaces the entry). For a larger cost the `retryAfterMs` shown is a lower bound.
+ * - **For how long:** R from the moment the store call was *sent* (the store decided no earlier,
+ *   so its `now + R` is no earlier either), by the local monotonic clock (`performance.now()`,
+ *   else `Date.now()`), minus {@link denyCacheMarginMs}: 5 ms plus 1 ms per second of R (1000 ppm,
+ *   twice the most NTP slews a clock, so two machines' clocks running apart cannot make a cached
+ *   denial outlast the store's). A denial shorter than its margin is not cached.
+ * - **What it answers:** the store's denial, moved on by the time elapsed since it *arrived*:
+ *   `now` later by that much, each denying policy's `retryAfterMs` shorter by that much (at least
+ *   1), `resetAt` and every other absolute time unchanged, `remaining` as the store reported — so
+ *   the headers (`RateLimit`, `Retry-After`, …) read exactly as the store's own denial would.
+ * - **Bounded:** at most `maxKeys` entries, least recently used evicted first; expired entries are
+ *   dropped when looked up. No timers.
+ * - **Forgotten** by `limiter.reset(key)` (and by a refund, when the limiter grows one).
+ *
+ * Staleness is the price: a `reset` or refund made by *another* process (or another limiter
+ * instance) is not seen until the entry expires. Turn the cache off (`denyCache: false`) where that
+ * matters more than the saved round trips.
+ *
+ * @module
+ */
+import { SluiceConfigError, describe } from "./errors.js";
+import type { Decision, DecisionReason, PolicyResult, StoreResult } from "./types.js";
+
+/** Options of the deny cache: the `denyCache` option of `RateLimiter` (and of a tiered guard). */
+export interface DenyCacheOptions {
+  /**
+   * The most keys remembered at once; the least recently used is forgotten first.
+   * @default 10_000
+   */
+  maxKeys?: number;
+  /**
+   * The local monotonic clock, in milliseconds from any origin (a test hook). Not epoch time: only
+   * differences are used.
+   * @default performance.now() where it exists, else Date.now()
+   */
+  clock?: () => number;
+}
+
+/**
+ * The `denyCache` option: `true` or omitted for the default (on for every store but `MemoryStore`),
+ * `false` for none, or its {@link DenyCacheOptions}.
+ */
+export type DenyCacheOption = boolean | DenyCacheOptions;
+
+/** The default `maxKeys` of a deny cache. */
+export const DEFAULT_DENY_CACHE_MAX_KEYS = 10_000;
+
+/**
+ * The skew margin taken off a denial of `retryAfterMs` before it is cached: 5 ms (rounding of
+ * `retryAfterMs` to whole ms, coarse clocks) plus 1 ms per second of `retryAfterMs` (1000 ppm: two
+ * clocks each within NTP's 500 ppm of true time).
+ *
+ * @example
+ * ```ts
+ * denyCacheMarginMs(1_000); // 6: a 1 s denial is answered locally for 994 ms
+ * denyCacheMarginMs(60_000); // 65
+ * ```
+ */
+export function denyCacheMarginMs(retryAfterMs: number): number {
+  return 5 + Math.ceil(retryAfterMs / 1000);
+}
+
+interface Entry {
+  /** The denied cost: the entry answers this cost and larger ones. */
+  cost: number;
+  /** Local ms after which the entry is no longer used. */
+  expiresAt: number;
+  /** Local ms when the store's answer arrived: the base of the time elapsed. */
+  receivedAt: number;
+  /** The store's denial: its clock and its per-policy results (a copy: the caller owns the decision). */
+  now: number;
+  policies: readonly PolicyResult[];
+}
+
+/** The local monotonic clock: `performance.now()` where the runtime has one, else `Date.now()`. */
+export function monotonicClock(): () => number {
+  const perf = (globalThis as { performance?: { now?: () => number } }).performance;
+  if (perf !== undefined && typeof perf.now === "function") return () => perf.now!();
+  return Date.now;
+}
+
+/**
+ * Validates the `denyCache` option (a `SluiceConfigError` naming it, prefixed with `where` if
+ * given). Returns `undefined` when the cache is off.
+ */
+export function resolveDenyCache(option: unknown, onByDefault: boolean, where?: string): Required<DenyCacheOptions> | undefined {
+  const at = where === undefined ? "" : `${where}: `;
+  if (option === false) return undefined;
+  if (option === undefined || option === true) {
+    return option === true || onByDefault ? { maxKeys: DEFAULT_DENY_CACHE_MAX_KEYS, clock: monotonicClock() } : undefined;
+  }
+  if (typeof option !== "object" || option === null || Array.isArray(option)) {
+    throw new SluiceConfigError(`${at}denyCache must be true, false or { maxKeys?, clock? }; got ${describe(option)}`);
+  }
+  const { maxKeys = DEFAULT_DENY_CACHE_MAX_KEYS, clock } = option as DenyCacheOptions;
+  if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
+    throw new SluiceConfigError(`${at}denyCache.maxKeys must be a positive integer; got ${describe(maxKeys)}`);
+  }
+  if (clock !== undefined && typeof clock !== "function") {
+    throw new SluiceConfigError(`${at}denyCache.clock must be a function returning monotonic milliseconds; got ${describe(clock)}`);
+  }
+  for (const name of Object.keys(option)) {
+    if (name !== "maxKeys" && name !== "clock") {
+      throw new SluiceConfigError(`${at}denyCache takes maxKeys and clock; got an option ${describe(name)}`);
+    }
+  }
+  return { maxKeys, clock: clock ?? monotonicClock() };
+}
+
+/** A bounded LRU of denials, keyed by the rate-limit key. One per limiter. */
+export class DenyCache {
+  readonly maxKeys: number;
+  readonly now: () => number;
+  /** Insertion order is recency order: the first entry is the least recently used. */
+  readonly #entries = new Map<string, Entry>();
+  readonly #toDecision: (result: StoreResult, reason: DecisionReason) => Decision;
+
+  constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision) {
+    this.maxKeys = options.maxKeys;
+    this.now = options.clock;
+    this.#toDecision = toDecision;
+  }
+
+  /** How many keys are remembered (expired entries included until they are looked up). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * The cached denial for `key` at `cost`, moved on to now; `undefined` if there is none (no entry,
+   * expired, or a smaller cost than the one denied).
+   */
+  answer(key: string, cost: number): Decision | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    const now = this.now();
+    if (now >= entry.expiresAt) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    if (cost < entry.cost) return undefined;
+    // most recently used: last in the map
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
+    const elapsed = Math.max(0, Math.floor(now - entry.receivedAt));
+    const policies: PolicyResult[] = entry.policies.map((p) =>
+      p.allowed ? { ...p } : { ...p, retryAfterMs: Math.max(1, p.retryAfterMs - elapsed) },
+    );
+    return this.#toDecision({ now: entry.now + elapsed, policies }, "cached-deny");
+  }
+
+  /**
+   * Remembers a store's denial of `key` at `cost` if it may be cached (see the module notes).
+   * `sentAt` is the local time just before the store call, `receivedAt` when its answer came.
+   */
+  remember(key: string, cost: number, decision: Decision, sentAt: number, receivedAt: number): void {
+    if (decision.allowed || decision.reason !== "limit") return;
+    const retryAfterMs = decision.retryAfterMs;
+    if (!Number.isFinite(retryAfterMs)) return;
+    const expiresAt = sentAt + retryAfterMs - denyCacheMarginMs(retryAfterMs);
+    if (expiresAt <= receivedAt) return; // already over, or nearly
+    const entries = this.#entries;
+    if (!entries.delete(key) && entries.size >= this.maxKeys) {
+      entries.delete(entries.keys().next().value as string);
+    }
+    entries.set(key, { cost, expiresAt, receivedAt, now: decision.now, policies: decision.policies.map((p) => ({ ...p })) });
+  }
+
+  /** Forgets `key`'s denial (after a reset or a refund). */
+  forget(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  /** Forgets every denial. */
+  clear(): void {
+    this.#entries.clear();
+  }
+}
