@@ -67,8 +67,8 @@ export function runtimeBinary(runtime: RuntimeName, root = ROOT_DIR): string {
   return path;
 }
 
-/** The environment for a runtime: the bridge's address, no telemetry, no color, no registry. */
-function runtimeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+/** The environment for a runtime: `extra` (the bridge's address), no telemetry, no colour, no registry. */
+export function runtimeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const unreachableRegistry = "http://127.0.0.1:9/"; // the discard port: any fetch fails at once
   const { FORCE_COLOR: _forceColor, ...inherited } = process.env; // Deno colours with any FORCE_COLOR
   return {
@@ -88,6 +88,15 @@ function runtimeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** The variables @upstash/redis 1.39 reads when a client is made (platform and telemetry hints). */
 const UPSTASH_CLIENT_ENV = ["UPSTASH_DISABLE_TELEMETRY", "UPSTASH_CONSOLE", "VERCEL", "AWS_REGION"];
 
+/**
+ * Deno's flags for running from the installed node_modules: npm packages resolved there (pnpm's
+ * layout), nothing fetched or cached from elsewhere, no lock file or config written or read, no
+ * type-check (the root tsc checks src/suite.ts; Deno strips the types), never a permission prompt.
+ */
+export function denoOfflineFlags(): string[] {
+  return ["--node-modules-dir=manual", "--cached-only", "--no-remote", "--no-lock", "--no-config", "--no-check", "--no-prompt"];
+}
+
 /** The command line that runs the suite under `runtime`. */
 export function runtimeCommand(runtime: RuntimeName): { bin: string; args: string[] } {
   const bin = runtimeBinary(runtime);
@@ -96,15 +105,7 @@ export function runtimeCommand(runtime: RuntimeName): { bin: string; args: strin
     bin,
     args: [
       "test",
-      // npm packages from the installed node_modules (pnpm's), nothing fetched, nothing written
-      "--node-modules-dir=manual",
-      "--cached-only",
-      "--no-remote",
-      "--no-lock",
-      "--no-config",
-      // the root tsc type-checks src/suite.ts; Deno only strips the types
-      "--no-check",
-      "--no-prompt",
+      ...denoOfflineFlags(),
       "--allow-net=127.0.0.1",
       // the bridge's address; NODE_ENV for @sluice/redis/testing's fence; what @upstash/redis reads
       `--allow-env=${[UPSTASH_URL_ENV, UPSTASH_TOKEN_ENV, "NODE_ENV", ...UPSTASH_CLIENT_ENV].join(",")}`,
