@@ -3,11 +3,11 @@
  * with the Upstash bridge for both, then `bun test` and `deno test` on the suite, each of which
  * must exit 0 having passed every case of src/suite.ts by name (none failed, skipped or missing).
  */
-import { existsSync } from "node:fs";
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Backends, RUNTIMES, ROOT_DIR, parseReport, pinnedVersion, runSuite, runtimeBinary, startBackends } from "../src/harness.js";
+import { type Backends, RUNTIMES, ROOT_DIR, parseReport, pinnedVersion, runSuite, runtimeBinary, runtimeEnv, startBackends } from "../src/harness.js";
 import { smokeCases } from "../src/suite.js";
 
 const BUILT = ["core", "hono", "redis", "client"].map((pkg) => join(ROOT_DIR, "packages", pkg, "dist", "index.js"));
@@ -25,7 +25,7 @@ afterAll(async () => {
 describe.each(RUNTIMES)("%s", (runtime) => {
   it(`is installed from the root devDependencies at the pinned version`, () => {
     const bin = runtimeBinary(runtime); // throws how to get it when missing
-    const printed = execFileSync(bin, ["--version"], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+    const printed = execFileSync(bin, ["--version"], { encoding: "utf8", env: runtimeEnv({}) });
     expect(printed).toContain(pinnedVersion(runtime));
   });
 
