@@ -54,7 +54,9 @@ describe("GET /api/* by plan", () => {
     expect(Object.fromEntries(res.headers)).toEqual({
       "content-type": "application/problem+json",
       "ratelimit-policy": '"burst";q=10;w=20, "per-minute";q=30;w=60, "per-day";q=1000;w=86400',
-      ratelimit: '"burst";r=0;t=20, "per-minute";r=20;t=120, "per-day";r=990;t=6360',
+      // t: the next token in 2 s; the minute's 21st unit once its window has rolled (60 s) and the
+      // 10 counted weigh 9 (6 s more); the day's window ends in 6360 s
+      ratelimit: '"burst";r=0;t=2, "per-minute";r=20;t=66, "per-day";r=990;t=6360',
       "retry-after": "2",
       "x-ratelimit-limit": "10",
       "x-ratelimit-remaining": "0",
@@ -146,7 +148,8 @@ describe("GET /api/* by plan", () => {
     const { get } = setup();
     const first = await get("/api/export", { "x-api-key": "free-demo-key" });
     expect(first.status).toBe(200);
-    expect(first.headers.get("ratelimit")).toBe('"burst";r=5;t=10, "per-minute";r=25;t=120, "per-day";r=995;t=6360');
+    // t: the next token in 2 s; the minute's 26th unit after the roll (60 s) once 5 weigh 4 (12 s)
+    expect(first.headers.get("ratelimit")).toBe('"burst";r=5;t=2, "per-minute";r=25;t=72, "per-day";r=995;t=6360');
     expect((await get("/api/export", { "x-api-key": "free-demo-key" })).status).toBe(200);
     expect((await get("/api/export", { "x-api-key": "free-demo-key" })).status).toBe(429);
   });
@@ -173,7 +176,8 @@ describe("POST /auth/login", () => {
     expect(res.status).toBe(429);
     // the oldest attempt (at T0) leaves the 5-minute log at T0 + 300 s: 240 s from now
     expect(res.headers.get("retry-after")).toBe("240");
-    expect(res.headers.get("ratelimit")).toBe('"login";r=0;t=280');
+    // t: the quota grows when that oldest attempt leaves, the same 240 s
+    expect(res.headers.get("ratelimit")).toBe('"login";r=0;t=240');
     expect(res.headers.get("ratelimit-policy")).toBe('"login";q=5;w=300');
     expect(await res.json()).toMatchObject({ status: 429, retryAfter: 240, "violated-policies": ["login"] });
 

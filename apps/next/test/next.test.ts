@@ -211,11 +211,11 @@ for (const store of ["memory", "upstash"] as const) {
       const policy = '"guarded";q=3;w=61';
       expect(seen.map(rateLimitHeaders)).toEqual([
         { "ratelimit-policy": policy, ratelimit: '"guarded";r=2;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "2" },
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=1;t=41', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=0;t=61', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
+        { "ratelimit-policy": policy, ratelimit: '"guarded";r=1;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
+        { "ratelimit-policy": policy, ratelimit: '"guarded";r=0;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
         {
           "ratelimit-policy": policy,
-          ratelimit: '"guarded";r=0;t=61',
+          ratelimit: '"guarded";r=0;t=21',
           "x-ratelimit-limit": "3",
           "x-ratelimit-remaining": "0",
           "retry-after": "21",
@@ -256,10 +256,10 @@ for (const store of ["memory", "upstash"] as const) {
         const policy = '"burst";q=2;w=61, "hourly";q=7;w=3600';
         expect(seen.map(rateLimitHeaders)).toEqual([
           { "ratelimit-policy": policy, ratelimit: '"burst";r=1;t=31, "hourly";r=6;t=515', "x-ratelimit-limit": "2", "x-ratelimit-remaining": "1" },
-          { "ratelimit-policy": policy, ratelimit: '"burst";r=0;t=61, "hourly";r=5;t=1029', "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0" },
+          { "ratelimit-policy": policy, ratelimit: '"burst";r=0;t=31, "hourly";r=5;t=515', "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0" },
           {
             "ratelimit-policy": policy,
-            ratelimit: '"burst";r=0;t=61, "hourly";r=5;t=1029',
+            ratelimit: '"burst";r=0;t=31, "hourly";r=5;t=515',
             "x-ratelimit-limit": "2",
             "x-ratelimit-remaining": "0",
             "retry-after": "31",

@@ -216,7 +216,8 @@ function isResult(value: unknown): value is PolicyResult {
     typeof r.remaining === "number" &&
     typeof r.resetAt === "number" &&
     typeof r.retryAfterMs === "number" &&
-    typeof r.delayMs === "number"
+    typeof r.delayMs === "number" &&
+    typeof r.refillAt === "number"
   );
 }
 

@@ -85,7 +85,7 @@ describe("DurableObjectStore replies", () => {
     return { idFromName: (name) => ({ name }) as unknown as DurableObjectId, get: () => ({ consume: answer, peek: answer, reset: answer }) };
   }
   const limits = fixedWindow({ limit: 5, window: "1m", name: "w" });
-  const good = { now: 1000, policies: [{ policy: "w", allowed: true, limit: 5, remaining: 4, resetAt: 60_000, retryAfterMs: 0, delayMs: 0 }] };
+  const good = { now: 1000, policies: [{ policy: "w", allowed: true, limit: 5, remaining: 4, resetAt: 60_000, retryAfterMs: 0, delayMs: 0, refillAt: 60_000 }] };
 
   it.each([
     ["SluiceConfigError", SluiceConfigError],

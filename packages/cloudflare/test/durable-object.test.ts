@@ -36,6 +36,7 @@ function limiterAt(url: string, limits: RateLimiterOptions["limits"], options: {
     onStoreFailure: (error) => {
       throw error;
     },
+    denyCache: false, // the tests move the object's clock: every call must reach it
   });
 }
 
@@ -238,7 +239,7 @@ describe("the object validates what it is sent", () => {
   it("answers a well-formed call with the engine's result", async () => {
     expect(await raw("consume", { ...good, key: "ok" })).toEqual({
       now: T0,
-      policies: [{ policy: "w", allowed: true, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0 }],
+      policies: [{ policy: "w", allowed: true, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0, refillAt: T0 + 60_000 }],
     });
     expect(await raw("consume", { ...good, key: "ok", cost: 4 })).toEqual({
       now: T0,

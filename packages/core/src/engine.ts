@@ -46,8 +46,9 @@ function result(
   resetAt: number,
   retryAfterMs: number,
   delayMs: number,
+  refillAt: number,
 ): PolicyResult {
-  return { policy: policy.name, allowed, limit: policy.limit, remaining, resetAt, retryAfterMs, delayMs };
+  return { policy: policy.name, allowed, limit: policy.limit, remaining, resetAt, retryAfterMs, delayMs, refillAt };
 }
 
 /**
@@ -111,6 +112,7 @@ export function peekPolicy(
     const now = stateNow(policy, num, off, obj, oOff, nowUs);
     r.remaining = now.remaining;
     r.resetAt = now.resetAt;
+    r.refillAt = now.refillAt;
   }
   return r;
 }
@@ -134,9 +136,9 @@ function fixed(
       num[off] = idx;
       num[off + 1] = count + cost;
     }
-    return result(policy, true, limit - count - cost, resetAt, 0, 0);
+    return result(policy, true, limit - count - cost, resetAt, 0, 0, resetAt);
   }
-  return result(policy, false, limit - count, resetAt, cost > limit ? Infinity : resetAt - nowMs, 0);
+  return result(policy, false, limit - count, resetAt, cost > limit ? Infinity : resetAt - nowMs, 0, resetAt);
 }
 
 function sliding(
@@ -171,11 +173,21 @@ function sliding(
       num[off + 1] = prev;
       num[off + 2] = after;
     }
-    return result(policy, true, Math.max(0, left - after), (idx + 2) * W, 0, 0);
+    const remaining = Math.max(0, left - after);
+    return result(policy, true, remaining, (idx + 2) * W, 0, 0, slidingRefillAt(W, limit, nowMs, r, prev, after, remaining));
   }
   const resetAt = cur > 0 ? (idx + 2) * W : prev > 0 ? (idx + 1) * W : nowMs;
   const retryAfterMs = cost > limit ? Infinity : slidingRetry(W, limit, r, prev, cur, cost);
-  return result(policy, false, Math.max(0, left - cur), resetAt, retryAfterMs, 0);
+  const remaining = Math.max(0, left - cur);
+  return result(policy, false, remaining, resetAt, retryAfterMs, 0, slidingRefillAt(W, limit, nowMs, r, prev, cur, remaining));
+}
+
+/**
+ * When the available quota next grows: the moment a request of `remaining + 1` would pass with the
+ * state unchanged (`nowMs` when the quota is already full).
+ */
+function slidingRefillAt(W: number, limit: number, nowMs: number, r: number, prev: number, cur: number, remaining: number): number {
+  return remaining >= limit ? nowMs : nowMs + slidingRetry(W, limit, r, prev, cur, remaining + 1);
 }
 
 /** The least whole `d >= 0` (ms) at which the same request passes with the state unchanged. */
@@ -217,6 +229,8 @@ function log(
     }
   }
   if (cost <= limit - sum) {
+    // the oldest entry still in the window after this request leaves first (this request's own, if none)
+    const oldest = start < n ? ((entries as number[])[start] as number) : nowUs;
     if (write) {
       if (entries === undefined || start === n) {
         // a fresh, exactly sized array (an empty one that grows reserves room for ~19 numbers)
@@ -233,7 +247,8 @@ function log(
       }
       num[off] = sum + cost;
     }
-    return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0);
+    const nowMs = Math.floor(nowUs / 1000);
+    return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0, nowMs + Math.ceil((oldest + windowUs - nowUs) / 1000));
   }
   const newest = start < n ? ((entries as number[])[n - 2] as number) : undefined;
   const resetAt = Math.ceil((newest === undefined ? nowUs : newest + windowUs) / 1000);
@@ -250,7 +265,9 @@ function log(
       }
     }
   }
-  return result(policy, false, limit - sum, resetAt, retryAfterMs, 0);
+  const nowMs = Math.floor(nowUs / 1000);
+  const refillAt = start < n ? nowMs + Math.ceil((((entries as number[])[start] as number) + windowUs - nowUs) / 1000) : nowMs;
+  return result(policy, false, limit - sum, resetAt, retryAfterMs, 0, refillAt);
 }
 
 function gcra(
@@ -271,17 +288,30 @@ function gcra(
     const diff = nowUs - (newTat - burst * T);
     if (diff >= 0) {
       if (write) num[off] = newTat;
-      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0);
+      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, gcraRefillAt(nowUs, diff, burst * T, T));
     }
     if (diff >= -queue * T) {
       if (write) num[off] = newTat;
-      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000));
+      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), gcraRefillAt(nowUs, diff, burst * T, T));
     }
-    const remaining = Math.max(0, Math.floor((nowUs - tat + burst * T) / T));
-    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0);
+    const credit = nowUs - tat + burst * T;
+    const remaining = Math.max(0, Math.floor(credit / T));
+    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0, gcraRefillAt(nowUs, credit, burst * T, T));
   }
-  const remaining = Math.max(0, Math.floor((nowUs - tat + burst * T) / T));
-  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0);
+  const credit = nowUs - tat + burst * T;
+  const remaining = Math.max(0, Math.floor(credit / T));
+  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0, gcraRefillAt(nowUs, credit, burst * T, T));
+}
+
+/**
+ * When the next unit drips back. `credit` (µs) is `now - tat + burst × T` for the state after the
+ * request: a unit (a token, or a place in the queue) is added each time it reaches the next
+ * multiple of `T`; at `burst × T` the bucket is full and nothing more comes (`now`).
+ */
+function gcraRefillAt(nowUs: number, credit: number, full: number, T: number): number {
+  const nowMs = Math.floor(nowUs / 1000);
+  if (credit >= full) return nowMs;
+  return nowMs + Math.ceil(((Math.floor(credit / T) + 1) * T - credit) / 1000);
 }
 
 /** Where each policy's state sits inside one key's record. Computed once per namespace. */

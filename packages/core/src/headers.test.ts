@@ -2,14 +2,19 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_HEADER_STYLES,
   type Decision,
+  HEADER_FORMATTERS,
   type HeaderStyle,
   MemoryStore,
+  type PartitionKeyOption,
   type Policy,
   RateLimiter,
   SluiceConfigError,
+  compileRateLimitHeaders,
+  createGuard,
   fixedWindow,
   ietfPolicyHeader,
   leakyBucket,
+  partitionKeyOf,
   resolveHeaderStyles,
   setRateLimitHeaders,
   slidingLog,
@@ -70,11 +75,13 @@ describe('"ietf" style', () => {
       '"100-per-1m";q=100;w=60, "10-burst-3-per-1s";q=10;w=4, "5-burst-10-per-1s";q=5;w=1, "1000-per-1h";q=1000;w=3600, "5-per-10s";q=5;w=10';
 
     const allowed = await limiter.limit("k", { cost: 2 });
-    // token bucket: T = 333_334 µs, the bucket is full again 2T = 666.668 ms → 667 ms later → t=1;
-    // leaky bucket: T = 100 ms, empty again 200 ms later; sliding window (1h): now is 822 s into
-    // window 472222, the count is gone at the start of window 472224: 6378 s later
+    // t is the time until the quota next grows. Token bucket: T = 333_334 µs, the next token in
+    // T → t=1; leaky bucket: T = 100 ms, the next drip in 100 ms → t=1; sliding window (1h): now
+    // is 822 s into window 472222 with 2 counted; a 999th unit fits once the window has rolled
+    // (2778 s) and the previous count weighs at most 1 (half of the next window, 1800 s): 4578 s;
+    // sliding log: the one entry leaves in 10 s
     const state =
-      '"100-per-1m";r=98;t=18, "10-burst-3-per-1s";r=8;t=1, "5-burst-10-per-1s";r=3;t=1, "1000-per-1h";r=998;t=6378, "5-per-10s";r=3;t=10';
+      '"100-per-1m";r=98;t=18, "10-burst-3-per-1s";r=8;t=1, "5-burst-10-per-1s";r=3;t=1, "1000-per-1h";r=998;t=4578, "5-per-10s";r=3;t=10';
     expect(written(allowed, ["ietf"], limiter.policies)).toEqual({ "ratelimit-policy": policyHeader, ratelimit: state });
 
     // cost 4 is denied by the leaky bucket (retry 100 ms) and the log (retry 10 s): nothing consumed,
@@ -231,7 +238,7 @@ describe("defaults and Retry-After", () => {
 describe("relative values use decision.now, never the edge clock", () => {
   const policy = fixedWindow({ limit: 10, window: "1m", name: "p" });
   function decisionAt(now: number): Decision {
-    const result = { policy: "p", allowed: false, limit: 10, remaining: 0, resetAt: now + 30_500, retryAfterMs: 2_001, delayMs: 0 };
+    const result = { policy: "p", allowed: false, limit: 10, remaining: 0, resetAt: now + 30_500, retryAfterMs: 2_001, delayMs: 0, refillAt: now + 30_500 };
     return {
       allowed: false,
       now,
@@ -272,6 +279,7 @@ describe("relative values use decision.now, never the edge clock", () => {
     const d = decisionAt(5_000_000);
     d.resetAt = d.now - 2_500;
     (d.policies[0] as { resetAt: number }).resetAt = d.now - 2_500;
+    (d.policies[0] as { refillAt: number }).refillAt = d.now - 2_500;
     expect(written(d, ["ietf"], [policy]).ratelimit).toBe('"p";r=0;t=0');
     expect(written(d, ["draft-6"], [policy])["ratelimit-reset"]).toBe("0");
   });
@@ -304,5 +312,71 @@ describe("resolveHeaderStyles", () => {
     expect(() => resolveHeaderStyles(["draft-7", "legacy", "ietf"])).toThrow(
       '[sluice] headers: "ietf" and "draft-7" both write the RateLimit header; choose one',
     );
+  });
+});
+
+describe("HEADER_FORMATTERS: one entry per style", () => {
+  it("lists exactly the styles resolveHeaderStyles accepts, each with the header names it writes", () => {
+    expect(Object.keys(HEADER_FORMATTERS)).toEqual(["ietf", "draft-7", "draft-6", "legacy"]);
+    expect(HEADER_FORMATTERS.ietf.fields).toEqual(["RateLimit", "RateLimit-Policy"]);
+    expect(() => resolveHeaderStyles(["draft-6", "legacy"])).not.toThrow();
+  });
+
+  it("compileRateLimitHeaders writes what setRateLimitHeaders writes", async () => {
+    const { limiter } = setup([tokenBucket({ capacity: 2, refillRate: 1 }), slidingWindow({ limit: 5, window: "1m" })]);
+    for (let i = 0; i < 4; i++) {
+      const d = await limiter.limit("k");
+      const compiled = new Headers();
+      compileRateLimitHeaders(["ietf", "legacy"], limiter.policies)(compiled, d, undefined);
+      expect(Object.fromEntries(compiled)).toEqual(written(d, ["ietf", "legacy"], limiter.policies));
+    }
+  });
+});
+
+describe("partitionKey: the draft's pk parameter", () => {
+  const guardFor = (options: { prefix?: string; partitionKey?: PartitionKeyOption }) => {
+    let t = T0;
+    const limiter = new RateLimiter({
+      store: new MemoryStore({ clock: () => t }),
+      limits: fixedWindow({ limit: 5, window: "1m", name: "p" }),
+      prefix: options.prefix ?? "sluice",
+    });
+    const guard = createGuard({ limiter, key: (r) => r.headers.get("x-key") ?? "none", partitionKey: options.partitionKey });
+    return async (key: string) => {
+      t += 1;
+      const { headers } = await guard(new Request("https://x.test/", { headers: { "x-key": key } }));
+      return { rateLimit: headers.get("RateLimit") ?? "", policy: headers.get("RateLimit-Policy") ?? "" };
+    };
+  };
+  const pkOf = (value: string) => /;pk=(:[A-Za-z0-9+/=]*:)/.exec(value)?.[1];
+
+  it("is off by default", async () => {
+    expect((await guardFor({})("alice")).rateLimit).toBe('"p";r=4;t=18');
+  });
+
+  it("adds a Byte Sequence of 12 hash bytes to every member, never the key itself", async () => {
+    const check = guardFor({ partitionKey: true });
+    const first = await check("alice@example.com");
+    const pk = pkOf(first.rateLimit) as string;
+    expect(pk).toMatch(/^:[A-Za-z0-9+/]{16}:$/);
+    expect(first.rateLimit).toBe(`"p";r=4;t=18;pk=${pk}`);
+    expect(first.policy).toBe(`"p";q=5;w=60;pk=${pk}`);
+    expect(first.rateLimit).not.toContain("alice");
+    expect(pk).toBe(partitionKeyOf("sluice::alice@example.com"));
+    // the same key keeps its pk; another key, prefix or salt gets another
+    expect(pkOf((await check("alice@example.com")).rateLimit)).toBe(pk);
+    expect(pkOf((await check("bob@example.com")).rateLimit)).not.toBe(pk);
+    expect(pkOf((await guardFor({ partitionKey: true, prefix: "other" })("alice@example.com")).rateLimit)).not.toBe(pk);
+    const salted = pkOf((await guardFor({ partitionKey: { salt: "s3cret" } })("alice@example.com")).rateLimit);
+    expect(salted).toBe(partitionKeyOf("sluice::alice@example.com", "s3cret"));
+    expect(salted).not.toBe(pk);
+  });
+
+  it("rejects anything but true, false or { salt: string }", () => {
+    for (const bad of ["yes", 1, null, {}, { salt: 3 }]) {
+      expect(() => guardFor({ partitionKey: bad as never })).toThrow(
+        /^\[sluice\] createGuard: partitionKey must be true, false or \{ salt: string \}; got /,
+      );
+    }
   });
 });

@@ -7,14 +7,20 @@
  */
 import type { Policy } from "./algorithms.js";
 import { SluiceConfigError, describe } from "./errors.js";
+import { base64, sha256 } from "./sha256.js";
 import type { Decision, PolicyResult } from "./types.js";
 
 /**
  * - `"ietf"`: draft-ietf-httpapi-ratelimit-headers-10/11, one list member per policy:
- *   `RateLimit-Policy: "100-per-1m";q=100;w=60` and `RateLimit: "100-per-1m";r=42;t=18`.
- * - `"draft-7"`: `RateLimit: limit=100, remaining=42, reset=18` and `RateLimit-Policy: 100;w=60` (binding policy).
- * - `"draft-6"`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (binding policy).
- * - `"legacy"`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (epoch seconds).
+ *   `RateLimit-Policy: "100-per-1m";q=100;w=60` and `RateLimit: "100-per-1m";r=42;t=18`, where `t`
+ *   is the effective window: seconds until the policy's available quota next grows
+ *   ({@link PolicyResult.refillAt}).
+ * - `"draft-7"`: `RateLimit: limit=100, remaining=42, reset=18` and `RateLimit-Policy: 100;w=60`
+ *   (binding policy; `reset` = seconds until it is back to its full quota).
+ * - `"draft-6"`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (binding policy;
+ *   seconds until full quota).
+ * - `"legacy"`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (epoch seconds
+ *   when the binding policy is back to its full quota).
  */
 export type HeaderStyle = "ietf" | "draft-7" | "draft-6" | "legacy";
 
@@ -23,34 +29,29 @@ export type HeadersOption = HeaderStyle | readonly HeaderStyle[] | false;
 
 /** The default styles: `["ietf", "legacy"]`. */
 export const DEFAULT_HEADER_STYLES: readonly HeaderStyle[] = Object.freeze(["ietf", "legacy"]);
-const STYLES: ReadonlySet<string> = new Set(["ietf", "draft-7", "draft-6", "legacy"]);
-
-/** Validates the `headers` option and returns the list of styles. */
-export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
-  if (option === undefined) return DEFAULT_HEADER_STYLES;
-  if (option === false) return [];
-  const list = Array.isArray(option) ? option : [option];
-  for (const style of list) {
-    if (typeof style !== "string" || !STYLES.has(style)) {
-      throw new SluiceConfigError(
-        `headers must be "ietf", "draft-7", "draft-6", "legacy", a list of them, or false; got ${describe(style)}`,
-      );
-    }
-  }
-  if (list.includes("ietf") && list.includes("draft-7")) {
-    throw new SluiceConfigError(`headers: "ietf" and "draft-7" both write the RateLimit header; choose one`);
-  }
-  return Object.freeze([...new Set(list as HeaderStyle[])]);
-}
 
 /** Where {@link setRateLimitHeaders} writes: a `Headers`, or anything with the same `set`. */
 export interface HeaderSink {
   set(name: string, value: string): void;
 }
 
+/** Writes one style's headers for one decision. `pk` is the partition key's Byte Sequence (`:…:`), if enabled. */
+export type HeaderWriter = (sink: HeaderSink, decision: Decision, pk: string | undefined) => void;
+
+/**
+ * One header style: the header names it writes (two styles that share a name cannot be combined)
+ * and how to build its writer for a limiter's policies. Everything static (names, `q`, `w`, the
+ * whole `RateLimit-Policy`) is computed in `compile`, once per limiter or tier; the writer formats
+ * only the values that change per request.
+ */
+export interface HeaderFormatter {
+  readonly fields: readonly string[];
+  compile(policies: readonly Policy[]): HeaderWriter;
+}
+
 /** Seconds from `decision.now` to `at`, rounded up, never negative. */
 function secondsUntil(at: number, now: number): number {
-  return Math.max(0, Math.ceil((at - now) / 1000));
+  return at <= now ? 0 : Math.ceil((at - now) / 1000);
 }
 
 /** The `RateLimit-Policy` value of the `"ietf"` style for a list of policies (static per limiter). */
@@ -59,9 +60,125 @@ export function ietfPolicyHeader(policies: readonly Policy[]): string {
 }
 
 /**
+ * The header styles, one entry each: a later draft (a renamed parameter, a `RateLimit-Partition`
+ * field) is one more entry here and one more name in {@link HeaderStyle}.
+ */
+export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> = Object.freeze({
+  ietf: {
+    fields: ["RateLimit", "RateLimit-Policy"],
+    compile(policies) {
+      const policy = ietfPolicyHeader(policies);
+      const members = policies.map((p) => `"${p.name}";`);
+      const policyMembers = policies.map((p) => `"${p.name}";q=${p.limit};w=${p.windowSeconds}`);
+      return (sink, decision, pk) => {
+        const now = decision.now;
+        const results = decision.policies;
+        let value = "";
+        for (let i = 0; i < results.length; i++) {
+          const r = results[i] as PolicyResult;
+          const member = `${members[i] ?? `"${r.policy}";`}r=${r.remaining};t=${secondsUntil(r.refillAt, now)}`;
+          value = i === 0 ? member : `${value}, ${member}`;
+          if (pk !== undefined) value += `;pk=${pk}`;
+        }
+        sink.set("RateLimit-Policy", pk === undefined ? policy : policyMembers.map((m) => `${m};pk=${pk}`).join(", "));
+        sink.set("RateLimit", value);
+      };
+    },
+  },
+  "draft-7": {
+    fields: ["RateLimit", "RateLimit-Policy"],
+    compile(policies) {
+      const windows = new Map(policies.map((p) => [p.name, p.windowSeconds]));
+      return (sink, decision) => {
+        sink.set(
+          "RateLimit",
+          `limit=${decision.limit}, remaining=${decision.remaining}, reset=${secondsUntil(decision.resetAt, decision.now)}`,
+        );
+        sink.set("RateLimit-Policy", `${decision.limit};w=${windows.get(decision.policy) ?? 0}`);
+      };
+    },
+  },
+  "draft-6": {
+    fields: ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"],
+    compile() {
+      return (sink, decision) => {
+        sink.set("RateLimit-Limit", String(decision.limit));
+        sink.set("RateLimit-Remaining", String(decision.remaining));
+        sink.set("RateLimit-Reset", String(secondsUntil(decision.resetAt, decision.now)));
+      };
+    },
+  },
+  legacy: {
+    fields: ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"],
+    compile() {
+      return (sink, decision) => {
+        sink.set("X-RateLimit-Limit", String(decision.limit));
+        sink.set("X-RateLimit-Remaining", String(decision.remaining));
+        sink.set("X-RateLimit-Reset", String(Math.ceil(decision.resetAt / 1000)));
+      };
+    },
+  },
+});
+
+const STYLE_NAMES = Object.keys(HEADER_FORMATTERS) as HeaderStyle[];
+
+/** Validates the `headers` option and returns the list of styles. */
+export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
+  if (option === undefined) return DEFAULT_HEADER_STYLES;
+  if (option === false) return [];
+  const list = Array.isArray(option) ? option : [option];
+  for (const style of list) {
+    if (typeof style !== "string" || !Object.hasOwn(HEADER_FORMATTERS, style)) {
+      throw new SluiceConfigError(
+        `headers must be ${STYLE_NAMES.map((s) => `"${s}"`).join(", ")}, a list of them, or false; got ${describe(style)}`,
+      );
+    }
+  }
+  const styles = [...new Set(list as HeaderStyle[])];
+  // conflicts are named in the table's order, whatever the order given
+  const ordered = STYLE_NAMES.filter((name) => styles.includes(name));
+  for (let i = 0; i < ordered.length; i++) {
+    for (let j = i + 1; j < ordered.length; j++) {
+      const a = ordered[i] as HeaderStyle;
+      const b = ordered[j] as HeaderStyle;
+      const shared = HEADER_FORMATTERS[a].fields.find((f) => HEADER_FORMATTERS[b].fields.includes(f));
+      if (shared !== undefined) {
+        throw new SluiceConfigError(`headers: "${a}" and "${b}" both write the ${shared} header; choose one`);
+      }
+    }
+  }
+  return Object.freeze(styles);
+}
+
+/**
+ * Builds the writer for `styles` over a limiter's `policies` (static parts computed now): it
+ * writes each style's headers, plus `Retry-After` on a denial with a finite `retryAfterMs`.
+ *
+ * @example
+ * ```ts
+ * const write = compileRateLimitHeaders(["ietf", "legacy"], limiter.policies);
+ * const headers = new Headers();
+ * write(headers, await limiter.limit("user:42"), undefined);
+ * ```
+ */
+export function compileRateLimitHeaders(styles: readonly HeaderStyle[], policies: readonly Policy[]): HeaderWriter {
+  const writers = styles.map((style) => HEADER_FORMATTERS[style].compile(policies));
+  const one = writers.length === 1 ? writers[0] : undefined;
+  const none = writers.length === 0;
+  return (sink, decision, pk) => {
+    if (one !== undefined) one(sink, decision, pk);
+    else if (!none) for (let i = 0; i < writers.length; i++) (writers[i] as HeaderWriter)(sink, decision, pk);
+    if (!decision.allowed && decision.retryAfterMs !== Infinity) {
+      sink.set("Retry-After", String(decision.retryAfterMs <= 0 ? 0 : Math.ceil(decision.retryAfterMs / 1000)));
+    }
+  };
+}
+
+/**
  * Writes the rate-limit headers of `decision` in each of `styles`, plus `Retry-After` on a denial
  * with a finite `retryAfterMs`. `policies` are the limiter's policies, in the order of
- * `decision.policies`.
+ * `decision.policies`. (The pipeline compiles the styles once per limiter with
+ * {@link compileRateLimitHeaders}; this one-shot form is for code outside it.)
  *
  * @example
  * ```ts
@@ -74,43 +191,33 @@ export function setRateLimitHeaders(
   decision: Decision,
   styles: readonly HeaderStyle[],
   policies: readonly Policy[],
-  ietfPolicy: string = ietfPolicyHeader(policies),
+  pk?: string,
 ): void {
-  const now = decision.now;
-  for (const style of styles) {
-    switch (style) {
-      case "ietf": {
-        headers.set("RateLimit-Policy", ietfPolicy);
-        headers.set(
-          "RateLimit",
-          decision.policies
-            .map((r: PolicyResult) => `"${r.policy}";r=${r.remaining};t=${secondsUntil(r.resetAt, now)}`)
-            .join(", "),
-        );
-        break;
-      }
-      case "draft-7": {
-        const binding = policies.find((p) => p.name === decision.policy);
-        headers.set(
-          "RateLimit",
-          `limit=${decision.limit}, remaining=${decision.remaining}, reset=${secondsUntil(decision.resetAt, now)}`,
-        );
-        headers.set("RateLimit-Policy", `${decision.limit};w=${binding?.windowSeconds ?? 0}`);
-        break;
-      }
-      case "draft-6":
-        headers.set("RateLimit-Limit", String(decision.limit));
-        headers.set("RateLimit-Remaining", String(decision.remaining));
-        headers.set("RateLimit-Reset", String(secondsUntil(decision.resetAt, now)));
-        break;
-      case "legacy":
-        headers.set("X-RateLimit-Limit", String(decision.limit));
-        headers.set("X-RateLimit-Remaining", String(decision.remaining));
-        headers.set("X-RateLimit-Reset", String(Math.ceil(decision.resetAt / 1000)));
-        break;
-    }
+  compileRateLimitHeaders(styles, policies)(headers, decision, pk);
+}
+
+/** The `partitionKey` option: `true`, or `{ salt }` to make the hashes unguessable from the keys. */
+export type PartitionKeyOption = boolean | { readonly salt: string };
+
+/**
+ * The `pk` parameter's value for a storage key: an RFC 9651 Byte Sequence of the first 12 bytes
+ * of SHA-256(salt + key), never the key itself.
+ *
+ * @example
+ * ```ts
+ * partitionKeyOf("sluice:1.2.3.4", "my-secret"); // ":q2V0...==:" (16 base64 characters between colons)
+ * ```
+ */
+export function partitionKeyOf(storageKey: string, salt = ""): string {
+  return `:${base64(sha256(new TextEncoder().encode(salt + storageKey)).subarray(0, 12))}:`;
+}
+
+/** Validates the `partitionKey` option; returns the salt to hash with, or `undefined` when off. */
+export function resolvePartitionKey(option: unknown): string | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option === true) return "";
+  if (typeof option === "object" && option !== null && typeof (option as { salt?: unknown }).salt === "string") {
+    return (option as { salt: string }).salt;
   }
-  if (!decision.allowed && Number.isFinite(decision.retryAfterMs)) {
-    headers.set("Retry-After", String(Math.max(0, Math.ceil(decision.retryAfterMs / 1000))));
-  }
+  throw new SluiceConfigError(`partitionKey must be true, false or { salt: string }; got ${describe(option)}`);
 }

@@ -32,16 +32,30 @@ export {
   DEFAULT_TIMEOUT_MS,
   type RateLimiterOptions,
   type LimitOptions,
+  type LimiterMode,
   type StoreErrorMode,
 } from "./limiter.js";
+export {
+  DEFAULT_DENY_CACHE_MAX_KEYS,
+  denyCacheMarginMs,
+  type DenyCacheOption,
+  type DenyCacheOptions,
+} from "./deny-cache.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
 export {
   setRateLimitHeaders,
+  compileRateLimitHeaders,
   resolveHeaderStyles,
   ietfPolicyHeader,
+  partitionKeyOf,
   DEFAULT_HEADER_STYLES,
+  HEADER_FORMATTERS,
   type HeaderStyle,
   type HeadersOption,
+  type HeaderSink,
+  type HeaderWriter,
+  type HeaderFormatter,
+  type PartitionKeyOption,
 } from "./headers.js";
 export {
   limitedResponse,
@@ -62,6 +76,7 @@ export {
   type PipelineLimiterOptions,
   type PipelineTieredOptions,
   type TierSettings,
+  type TierConfig,
   type Platform,
   type Outcome,
   type HeaderList,

@@ -513,6 +513,7 @@ describe("toDecision", () => {
     resetAt: T0 + remaining,
     retryAfterMs,
     delayMs,
+    refillAt: T0 + remaining,
   });
 
   it("allowed: the least remaining binds (first on ties); delayMs is the largest", () => {
@@ -650,7 +651,7 @@ describe("onStoreError", () => {
     for (let i = 0; i < 5; i++) {
       const d = await limiter.limit("k");
       expect(d).toMatchObject({ allowed: true, reason: "store-error", limit: 2, remaining: 2, retryAfterMs: 0, delayMs: 0, resetAt: T0, now: T0 });
-      expect(d.policies).toEqual([{ policy: "2-per-1m", allowed: true, limit: 2, remaining: 2, resetAt: T0, retryAfterMs: 0, delayMs: 0 }]);
+      expect(d.policies).toEqual([{ policy: "2-per-1m", allowed: true, limit: 2, remaining: 2, resetAt: T0, retryAfterMs: 0, delayMs: 0, refillAt: T0 }]);
     }
     expect(failures).toHaveLength(5);
   });

@@ -1,4 +1,5 @@
 import { type Policy, validateName } from "./algorithms.js";
+import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.js";
 import { MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceInputError, SluiceTimeoutError, describe } from "./errors.js";
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
@@ -7,6 +8,13 @@ import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, 
 
 /** What the limiter does when its store fails or times out. */
 export type StoreErrorMode = "fallback" | "allow" | "deny";
+
+/**
+ * `"enforce"`: denied requests are denied. `"dry-run"` (shadow mode): every decision is computed
+ * and every state change made exactly as when enforcing, and each decision says `dryRun: true`; the
+ * request pipeline (`createGuard` and every adapter) then lets denied requests through.
+ */
+export type LimiterMode = "enforce" | "dry-run";
 
 /** Options of {@link RateLimiter}. */
 export interface RateLimiterOptions {
@@ -45,6 +53,48 @@ export interface RateLimiterOptions {
   tier?: string;
   /** Called with the error whenever a store call fails or times out (for logs and metrics). */
   onStoreFailure?: (error: unknown) => void;
+  /**
+   * The deny cache: once the store denies a key for `retryAfterMs` R, later calls for that key
+   * with a cost at least as large are answered here for R (by the local monotonic clock, less a
+   * skew margin of 5 ms + 1 ms per second of R) with `reason: "cached-deny"` and no store round
+   * trip. Only asynchronous answers are cached, so it is on by default for every store but
+   * `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
+   * store errors, timeouts, and `cost-exceeds-limit`. `reset(key)` forgets the key's denial.
+   * `true` turns it on with the defaults, `false` off; `{ maxKeys }` bounds it (least recently
+   * used forgotten first). A reset made by another process is not seen until the entry expires.
+   * @default on ({ maxKeys: 10_000 }) for asynchronous stores; off for MemoryStore
+   * @example
+   * ```ts
+   * const limiter = new RateLimiter({ store: new UpstashStore(Redis.fromEnv()), limits, denyCache: { maxKeys: 50_000 } });
+   * await limiter.limit("ip:203.0.113.7"); // denied by Redis: { allowed: false, reason: "limit" }
+   * await limiter.limit("ip:203.0.113.7"); // { allowed: false, reason: "cached-deny" }, no request to Redis
+   * ```
+   */
+  denyCache?: DenyCacheOption;
+  /**
+   * `"dry-run"` (shadow mode) measures a limit before it is enforced: decisions and state exactly
+   * as when enforcing, every decision marked `dryRun: true` (`allowed` still says what enforcement
+   * would do), and the request pipeline lets denied requests through — no 429, no `Retry-After`,
+   * no `delayMs` wait, no rate-limit headers unless `dryRunHeaders: true` — reporting each of them
+   * to `onLimited`, whose return value is ignored. Calling `limit()` yourself, read `dryRun` and
+   * `allowed` and decide.
+   * @default "enforce"
+   * @example
+   * ```ts
+   * const limiter = new RateLimiter({ limits: slidingWindow({ limit: 100, window: "1m" }), mode: "dry-run" });
+   * app.use(
+   *   rateLimiter({
+   *     limiter,
+   *     key: (c) => c.req.header("x-api-key") ?? "anonymous",
+   *     onLimited: (c, decision) => {
+   *       if (decision.dryRun) metrics.increment("would-429", { policy: decision.policy }); // measured
+   *       return c.json({ error: "slow down" }, 429); // sent once mode is "enforce"
+   *     },
+   *   }),
+   * );
+   * ```
+   */
+  mode?: LimiterMode;
 }
 
 /** Options of one {@link RateLimiter.limit} call. */
@@ -105,6 +155,7 @@ export function toDecision(result: StoreResult, reason?: DecisionReason): Decisi
       policies,
       reason: reason ?? (allowed ? "ok" : r.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
       pending: NO_PENDING,
+      dryRun: false,
     };
   }
   let allowed = true;
@@ -139,6 +190,7 @@ export function toDecision(result: StoreResult, reason?: DecisionReason): Decisi
     policies,
     reason: reason ?? (allowed ? "ok" : binding.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
     pending: NO_PENDING,
+    dryRun: false,
   };
 }
 
@@ -168,6 +220,10 @@ export class RateLimiter {
   readonly timeoutMs: number | false;
   /** The tier, if a tiered guard made this limiter. */
   readonly tier: string | undefined;
+  /** `"enforce"`, or `"dry-run"`: every decision says `dryRun: true` and the pipeline lets denied requests through. */
+  readonly mode: LimiterMode;
+  /** The deny cache; `undefined` when off. */
+  readonly #denials: DenyCache | undefined;
   readonly #namespace: StoreNamespace;
   readonly #bound: BoundStore;
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
@@ -208,6 +264,14 @@ export class RateLimiter {
     this.timeoutMs = timeoutMs;
     this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "RateLimiter: tier");
     this.#onStoreFailure = options.onStoreFailure;
+    const mode = options.mode ?? "enforce";
+    if (mode !== "enforce" && mode !== "dry-run") {
+      throw new SluiceConfigError(`RateLimiter: mode must be "enforce" or "dry-run"; got ${describe(mode)}`);
+    }
+    this.mode = mode;
+    // on by default for stores that answer over the network; MemoryStore answers in place
+    const denyCache = resolveDenyCache(options.denyCache, !(store instanceof MemoryStore), "RateLimiter");
+    this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision);
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#bound = store.bind(this.#namespace);
   }
@@ -224,14 +288,29 @@ export class RateLimiter {
   async limit(key: string, options?: LimitOptions): Promise<Decision> {
     assertKey(key);
     const cost = costOf(options);
+    const denials = this.#denials;
+    let sentAt = 0;
+    if (denials !== undefined) {
+      // a denial the store gave for this key and a cost no larger, still running: no round trip
+      const cached = denials.size === 0 ? undefined : denials.answer(key, cost);
+      if (cached !== undefined) return this.#marked(cached);
+      sentAt = denials.now();
+    }
     let result: MaybePromise<StoreResult>;
+    let remote = false;
     try {
       result = this.#bound.consume(key, cost);
-      if (isThenable(result)) result = await this.#withTimeout(result);
+      if (isThenable(result)) {
+        remote = true;
+        result = await this.#withTimeout(result);
+      }
     } catch (error) {
-      return this.#failed(error, (fallback) => fallback.consume(key, cost) as StoreResult);
+      // store failures, timeouts and the fallback's answers are never cached
+      return this.#marked(this.#failed(error, (fallback) => fallback.consume(key, cost) as StoreResult));
     }
-    return toDecision(result);
+    const decision = toDecision(result);
+    if (remote && denials !== undefined && !decision.allowed) denials.remember(key, cost, decision, sentAt, denials.now());
+    return this.#marked(decision);
   }
 
   /**
@@ -250,14 +329,15 @@ export class RateLimiter {
       result = this.#bound.peek(key);
       if (isThenable(result)) result = await this.#withTimeout(result);
     } catch (error) {
-      return this.#failed(error, (fallback) => fallback.peek(key) as StoreResult);
+      return this.#marked(this.#failed(error, (fallback) => fallback.peek(key) as StoreResult));
     }
-    return toDecision(result);
+    return this.#marked(toDecision(result));
   }
 
   /**
-   * Forgets every policy's state for `key` (in the store and in the fallback store).
-   * Rejects if the store fails: a reset that did not happen must not look done.
+   * Forgets every policy's state for `key` (in the store, in the fallback store, and the key's
+   * cached denial, if any). Rejects if the store fails: a reset that did not happen must not look
+   * done.
    *
    * @example
    * ```ts
@@ -266,9 +346,27 @@ export class RateLimiter {
    */
   async reset(key: string): Promise<void> {
     assertKey(key);
+    this.#forgetDenial(key);
     await this.#fallback?.reset(key);
     const done = this.#bound.reset(key);
     if (isThenable(done)) await this.#withTimeout(done);
+    // a denial that arrived while the reset was on its way is older than the reset
+    this.#forgetDenial(key);
+  }
+
+  /**
+   * Drops `key`'s entry from the deny cache, so that its next call asks the store. Whatever gives
+   * quota back to a key must call it: `reset`, and `refund` when it comes (a refunded key may pass
+   * before its cached denial would expire).
+   */
+  #forgetDenial(key: string): void {
+    this.#denials?.forget(key);
+  }
+
+  /** Marks a decision of a dry-run limiter (`decision.dryRun = true`); enforcing, it is left as it is. */
+  #marked(decision: Decision): Decision {
+    if (this.mode === "dry-run") decision.dryRun = true;
+    return decision;
   }
 
   #withTimeout<T>(promise: Promise<T>): Promise<T> {
@@ -314,6 +412,7 @@ export class RateLimiter {
       resetAt: allowed ? now : now + STORE_FAILURE_RETRY_MS,
       retryAfterMs: allowed ? 0 : STORE_FAILURE_RETRY_MS,
       delayMs: 0,
+      refillAt: allowed ? now : now + STORE_FAILURE_RETRY_MS,
     }));
     return toDecision({ now, policies }, reason);
   }

@@ -1,9 +1,12 @@
 /**
  * The request pipeline, written once for every adapter: key the request (`key`, or the client
- * address with `trust`), `skip` it or not, find its tier (cached), price it (`cost`), decide, hand
- * the decision's background work to the platform's `waitUntil`, build the 429 (or `onLimited`'s
- * response), wait `delayMs` when a shaping policy asks for it, and merge the rate-limit headers
- * into the handler's response. Every option is validated here, once.
+ * address with `trust`), `skip` it or not, find its tier (cached), price it (`cost`), decide (the
+ * limiter's deny cache may answer without a store round trip), hand the decision's background work
+ * to the platform's `waitUntil`, build the 429 (or `onLimited`'s response), wait `delayMs` when a
+ * shaping policy asks for it, and merge the rate-limit headers into the handler's response. A
+ * decision from a dry-run limiter (`dryRun: true`) is never enforced: no 429, no wait, headers
+ * only with `dryRunHeaders`, and a would-be denial goes to `onLimited` as a report. Every option is
+ * validated here, once.
  *
  * An adapter describes its framework's arguments (a {@link Platform}) and calls
  * {@link Pipeline.handle}, or {@link Pipeline.check} and {@link Pipeline.finish} around its own
@@ -15,9 +18,19 @@
 import { type Policy, isPolicy, validateName } from "./algorithms.js";
 import { type ClientIpTrust, UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptions } from "./client-ip.js";
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
-import { type HeaderStyle, type HeadersOption, ietfPolicyHeader, resolveHeaderStyles, setRateLimitHeaders } from "./headers.js";
-import { assertKey } from "./keys.js";
-import { type LimitOptions, RateLimiter, type StoreErrorMode, toDecision } from "./limiter.js";
+import {
+  type HeaderStyle,
+  type HeaderWriter,
+  type HeadersOption,
+  type PartitionKeyOption,
+  compileRateLimitHeaders,
+  partitionKeyOf,
+  resolveHeaderStyles,
+  resolvePartitionKey,
+} from "./headers.js";
+import { assertKey, storageKey } from "./keys.js";
+import { type DenyCacheOption, resolveDenyCache } from "./deny-cache.js";
+import { type LimitOptions, type LimiterMode, RateLimiter, type StoreErrorMode, toDecision } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
 import { addRateLimitHeaders, limitedResponse } from "./response.js";
 import type { Decision, MaybePromise, Store } from "./types.js";
@@ -60,11 +73,42 @@ export interface PipelineCommonOptions<Args extends unknown[]> {
    */
   headers?: HeadersOption;
   /**
+   * Adds the draft's `pk` (partition key) parameter to each `"ietf"` list member: a Byte Sequence
+   * of the first 12 bytes of SHA-256 of the storage key (prefix, tier and key) — never the key
+   * itself. With `{ salt }` the salt is hashed first, so a client cannot confirm a guessed key
+   * (an IP address, say) from its `pk`. Off by default.
+   * @default false
+   * @example
+   * ```ts
+   * createGuard({ limiter, trust: "cloudflare", partitionKey: { salt: "a secret of yours" } });
+   * // RateLimit: "100-per-1m";r=99;t=60;pk=:9xkbI8NXV1w3kM4h:
+   * ```
+   */
+  partitionKey?: PartitionKeyOption;
+  /**
    * Builds the response for a denied request instead of the default RFC 9457 429: the framework's
    * arguments, then the decision. The rate-limit headers (and `Retry-After`) are added to it unless
    * it already has them.
+   *
+   * In dry run (a limiter or tier with `mode: "dry-run"`) it is the report: it is called (and
+   * awaited) for every request enforcing would have denied, with `decision.dryRun === true`, and
+   * its return value is ignored — the request goes on to the handler. So the `onLimited` you will
+   * enforce with can measure first: log or count inside it.
    */
   onLimited?: (...args: [...Args, decision: Decision]) => MaybePromise<Response>;
+  /**
+   * In dry run (`mode: "dry-run"` on the limiter or the tier), write the rate-limit headers as
+   * enforcing would (`RateLimit`, `X-RateLimit-*`, …, by `headers`) — never `Retry-After`, since
+   * the request is served. Off by default: a limit being measured stays invisible to clients.
+   * No effect on an enforcing limiter.
+   * @default false
+   * @example
+   * ```ts
+   * const limiter = new RateLimiter({ limits: slidingWindow({ limit: 100, window: "1m" }), mode: "dry-run" });
+   * createGuard({ limiter, trust: "cloudflare", dryRunHeaders: true }); // clients see RateLimit headers, never a 429
+   * ```
+   */
+  dryRunHeaders?: boolean;
 }
 
 /** Over one limiter. */
@@ -73,10 +117,57 @@ export interface PipelineLimiterOptions<Args extends unknown[]> extends Pipeline
   limiter: RateLimiter;
 }
 
+/**
+ * One tier in the object form: its limits and how they apply.
+ *
+ * @example
+ * ```ts
+ * tiers: {
+ *   free: [slidingWindow({ limit: 30, window: "1m" })],
+ *   pro: { limits: [slidingWindow({ limit: 300, window: "1m" })], mode: "dry-run" }, // measured, not enforced yet
+ * }
+ * ```
+ */
+export interface TierConfig {
+  /** The tier's limits: one policy or several (all or nothing). */
+  limits: Policy | readonly Policy[];
+  /**
+   * `"dry-run"` measures this tier's limits without enforcing them (see `RateLimiterOptions.mode`).
+   * @default the `mode` of the tiered options, else "enforce"
+   * @example
+   * ```ts
+   * tiers: { free: [...], pro: { limits: [fixedWindow({ limit: 10_000, window: "1d" })], mode: "dry-run" } }
+   * ```
+   */
+  mode?: LimiterMode;
+}
+
 /** The settings of a tiered pipeline that do not depend on the framework. */
 export interface TierSettings {
-  /** Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`. */
-  tiers: Readonly<Record<string, Policy | readonly Policy[]>>;
+  /**
+   * Tier name → its limits, e.g. `{ free: [...], pro: [...], enterprise: [...] }`; a tier may
+   * also be a {@link TierConfig}, `{ limits, mode }`, to run it in dry run.
+   */
+  tiers: Readonly<Record<string, Policy | readonly Policy[] | TierConfig>>;
+  /**
+   * `"dry-run"` for every tier that does not set its own `mode` (see `RateLimiterOptions.mode`).
+   * @default "enforce"
+   * @example
+   * ```ts
+   * createGuard({ tiers, tier, key, mode: "dry-run", onLimited: (request, d) => { log(d); return new Response(null, { status: 429 }); } });
+   * ```
+   */
+  mode?: LimiterMode;
+  /**
+   * Each tier's deny cache (see `RateLimiterOptions.denyCache`): per tier, so `maxKeys` bounds
+   * each tier's cache.
+   * @default on for every store but MemoryStore
+   * @example
+   * ```ts
+   * createGuard({ tiers, tier, key, store: new UpstashStore(Redis.fromEnv()), denyCache: { maxKeys: 5_000 } });
+   * ```
+   */
+  denyCache?: DenyCacheOption;
   /**
    * How long a key's tier is cached, in ms; 0 disables the cache.
    * @default 300_000
@@ -148,7 +239,7 @@ export type HeaderList = [name: string, value: string][];
 
 /** What {@link Pipeline.check} found for one request. */
 export interface Outcome {
-  /** The decision; `undefined` when `skip` said so. */
+  /** The decision; `undefined` when `skip` said so. In dry run it may be a denial (`dryRun: true`) with no `response`. */
   decision: Decision | undefined;
   /** The request's rate-limit key; `undefined` when skipped. */
   key: string | undefined;
@@ -156,7 +247,7 @@ export interface Outcome {
   limiter: RateLimiter | undefined;
   /** The rate-limit headers for the response (empty when skipped). */
   headers: HeaderList;
-  /** The response to send instead of calling the handler: the 429, or `onLimited`'s. `undefined` when allowed. */
+  /** The response to send instead of calling the handler: the 429, or `onLimited`'s. `undefined` when allowed, and always in dry run. */
   response: Response | undefined;
 }
 
@@ -178,11 +269,12 @@ export interface Pipeline<Args extends unknown[]> {
 
 interface Target {
   limiter: RateLimiter;
-  ietfPolicy: string;
+  /** The header writer for this limiter's policies, compiled at its first request. */
+  write?: HeaderWriter;
 }
 
 function targetOf(limiter: RateLimiter): Target {
-  return { limiter, ietfPolicy: ietfPolicyHeader(limiter.policies) };
+  return { limiter };
 }
 
 function requireFunction(value: unknown, option: string, optional: boolean): void {
@@ -206,7 +298,7 @@ let noWork: Promise<void> | undefined;
  * and handing that to `waitUntil` (or awaiting it) would only cost time.
  */
 function hasWork(pending: Promise<void>): boolean {
-  noWork ??= toDecision({ now: 0, policies: [{ policy: "-", allowed: true, limit: 1, remaining: 1, resetAt: 0, retryAfterMs: 0, delayMs: 0 }] }).pending;
+  noWork ??= toDecision({ now: 0, policies: [{ policy: "-", allowed: true, limit: 1, remaining: 1, resetAt: 0, retryAfterMs: 0, delayMs: 0, refillAt: 0 }] }).pending;
   return pending !== noWork;
 }
 
@@ -238,7 +330,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
     throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
   }
-  const { keyOf, skip, cost, onLimited, styles, pick } = config;
+  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
 
   async function check(...args: Args): Promise<Outcome> {
@@ -254,7 +346,8 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
       if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined");
       limitOptions = { cost: units };
     }
-    // seam: a deny cache and dry-run go around this one call
+    // the limiter's deny cache may answer without a store round trip (reason "cached-deny"); a
+    // dry-run limiter marks its decisions (dryRun: true), which this pipeline then lets through
     const decision = await target.limiter.limit(key, limitOptions);
     if (hasWork(decision.pending)) {
       const handOff = platform.waitUntil?.(...args);
@@ -262,7 +355,20 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
       else handOff(decision.pending);
     }
     const headers: HeaderList = [];
-    setRateLimitHeaders({ set: (name, value) => headers.push([name, value]) }, decision, styles, target.limiter.policies, target.ietfPolicy);
+    if (decision.dryRun) {
+      // dry run: headers only when asked for, and never Retry-After (the request is served)
+      if (dryRunHeaders) {
+        const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
+        const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
+        write({ set: (name, value) => name === "Retry-After" || headers.push([name, value]) }, decision, pk);
+      }
+      // the report of a request enforcing would deny; what onLimited returns is ignored
+      if (!decision.allowed && onLimited !== undefined) await onLimited(...args, decision);
+      return { decision, key, limiter: target.limiter, headers, response: undefined };
+    }
+    const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
+    const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
+    write({ set: (name, value) => headers.push([name, value]) }, decision, pk);
     let response: Response | undefined;
     if (!decision.allowed) {
       if (onLimited === undefined) response = limitedResponse(decision, headers);
@@ -276,7 +382,9 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
   }
 
   function delay(outcome: Outcome): Promise<void> {
-    const ms = outcome.decision?.delayMs ?? 0;
+    const decision = outcome.decision;
+    // dry run shapes nothing: the wait is enforcement too
+    const ms = decision === undefined || decision.dryRun ? 0 : decision.delayMs;
     return ms > 0 ? sleep(ms) : NO_DELAY;
   }
 
@@ -292,7 +400,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
   async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
     const outcome = await check(...args);
     if (outcome.response !== undefined) return outcome.response;
-    if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
+    if (outcome.decision !== undefined && outcome.decision.delayMs > 0 && !outcome.decision.dryRun) await delay(outcome);
     return finish(outcome, await next(outcome.decision));
   }
 
@@ -306,6 +414,10 @@ interface Config<Args extends unknown[]> {
   cost: number | ((...args: Args) => MaybePromise<number>) | undefined;
   onLimited: ((...args: [...Args, decision: Decision]) => MaybePromise<Response>) | undefined;
   styles: readonly HeaderStyle[];
+  /** The `partitionKey` salt; `undefined` when `pk` is off. */
+  pkSalt: string | undefined;
+  /** Whether a dry-run decision writes the rate-limit headers. */
+  dryRunHeaders: boolean;
   pick: (args: Args, key: string) => Target | Promise<Target>;
 }
 
@@ -321,6 +433,9 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
     throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
   }
   const styles = resolveHeaderStyles(options.headers);
+  const pkSalt = resolvePartitionKey(options.partitionKey);
+  const dryRunHeaders = options.dryRunHeaders ?? false;
+  if (typeof dryRunHeaders !== "boolean") throw new SluiceConfigError(`dryRunHeaders must be true or false; got ${describe(dryRunHeaders)}`);
   const limiter = (options as { limiter?: unknown }).limiter;
   const tiers = (options as { tiers?: unknown }).tiers;
   if (tiers !== undefined && limiter !== undefined) throw new SluiceConfigError(`${platform.where} takes either limiter or tiers, not both`);
@@ -332,7 +447,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   } else {
     throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
   }
-  return { keyOf, skip, cost, onLimited, styles, pick };
+  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick };
 }
 
 /** `key`, or the client address with `trust`. */
@@ -377,20 +492,40 @@ function tieredPicker<Args extends unknown[]>(options: PipelineTieredOptions<Arg
   if (typeof (store as Partial<Store>).bind !== "function") {
     throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`);
   }
+  resolveDenyCache(options.denyCache, true); // checked here, so a mistake is named as this option
+  const defaultMode = options.mode ?? "enforce";
+  if (defaultMode !== "enforce" && defaultMode !== "dry-run") {
+    throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(defaultMode)}`);
+  }
   const targets = new Map<string, Target>();
-  for (const [name, limits] of Object.entries(tiers)) {
+  for (const [name, entry] of Object.entries(tiers)) {
     validateName(name, "tiers: tier name");
+    let limits: unknown = entry;
+    let mode: unknown = defaultMode;
+    if (typeof entry === "object" && entry !== null && !Array.isArray(entry) && !isPolicy(entry)) {
+      // the object form, { limits, mode? }
+      const { limits: own, mode: ownMode, ...rest } = entry as TierConfig;
+      const extra = Object.keys(rest)[0];
+      if (extra !== undefined) throw new SluiceConfigError(`tiers.${name} takes limits and mode; got an option ${describe(extra)}`);
+      limits = own;
+      if (ownMode !== undefined) mode = ownMode;
+      if (mode !== "enforce" && mode !== "dry-run") {
+        throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`);
+      }
+    }
     const list = Array.isArray(limits) ? limits : [limits];
     if (list.length === 0 || !list.every(isPolicy)) {
-      throw new SluiceConfigError(`tiers.${name} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
+      const option = limits === entry ? `tiers.${name}` : `tiers.${name}.limits`;
+      throw new SluiceConfigError(`${option} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
     }
     const names = list.map((p) => p.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice !== undefined) {
       throw new SluiceConfigError(`tiers.${name}: two limits are named ${describe(twice)}; give one a distinct name option`);
     }
-    const { onStoreError, timeoutMs, onStoreFailure } = options;
-    targets.set(name, targetOf(new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure })));
+    const { onStoreError, timeoutMs, onStoreFailure, denyCache } = options;
+    const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, mode: mode as LimiterMode });
+    targets.set(name, targetOf(limiter));
   }
   const known = [...targets.keys()].join(", ");
   // key → tier (or the lookup in flight, so a burst of requests for one key asks once)

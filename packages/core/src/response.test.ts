@@ -148,7 +148,7 @@ describe("the default 429", () => {
     const decision = toDecision(
       {
         now: T0,
-        policies: [{ policy: "p", allowed: false, limit: 1, remaining: 1, resetAt: T0, retryAfterMs: Infinity, delayMs: 0 }],
+        policies: [{ policy: "p", allowed: false, limit: 1, remaining: 1, resetAt: T0, retryAfterMs: Infinity, delayMs: 0, refillAt: T0 }],
       },
       "store-error",
     );

@@ -3,7 +3,7 @@ import type { Policy } from "./algorithms.js";
 /** A value, or a promise of it: the in-memory store answers synchronously. */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** Why a decision came out the way it did. */
+/** Why a decision came out the way it did (see {@link Decision.reason}). */
 export type DecisionReason = "ok" | "limit" | "cost-exceeds-limit" | "cached-deny" | "store-error" | "timeout";
 
 /** The outcome for one configured policy. */
@@ -22,6 +22,13 @@ export interface PolicyResult {
   retryAfterMs: number;
   /** > 0 only for a leaky bucket with a queue: wait this long before serving. */
   delayMs: number;
+  /**
+   * Epoch ms when the policy's available quota next grows, rounded up: the end of the window for
+   * a fixed window; the moment the next unit frees for a sliding window or log; the next token (or
+   * drip) for the buckets; `now` when the quota is already full. The IETF `t` parameter
+   * ("effective window") is counted to it, so `t` never exceeds a denial's `Retry-After`.
+   */
+  refillAt: number;
 }
 
 /**
@@ -52,10 +59,23 @@ export interface Decision {
   policy: string;
   /** One result per configured policy, in configuration order. */
   policies: PolicyResult[];
-  /** `"ok"`, `"limit"`, `"cost-exceeds-limit"`, `"cached-deny"`, `"store-error"` or `"timeout"`. */
+  /**
+   * `"ok"`; `"limit"` (denied by the store); `"cost-exceeds-limit"` (a cost that can never pass:
+   * `retryAfterMs: Infinity`); `"cached-deny"` (denied by the limiter's deny cache, without asking
+   * the store: a denial the store gave this key within the last `retryAfterMs`, its times moved on
+   * by the time elapsed, so `now`, `retryAfterMs` and the headers read as the store's own would);
+   * `"store-error"` or `"timeout"` (the store failed: the decision came from `onStoreError`).
+   */
   reason: DecisionReason;
   /** Background work (analytics, sync) to hand to `waitUntil`; resolved if there is none. */
   pending: Promise<void>;
+  /**
+   * `true` when the limiter runs in `mode: "dry-run"` (shadow mode): `allowed` says what enforcing
+   * would have done, and the request pipeline lets the request through either way. A `RateLimiter`
+   * always sets it (`false` when enforcing); it is optional only so that a decision made by hand
+   * (a test, a custom store's tooling) need not say it.
+   */
+  dryRun?: boolean;
 }
 
 /** What a store returns for one decision: the store's clock and one result per policy. */

@@ -102,8 +102,8 @@ async function bundleWithInputs(entry: { file: string } | { contents: string }):
 /** The T0 of the memory runs: any instant works, the clock is fixed. */
 const T0 = 1_700_000_022_000;
 
-/** `t` after 1, 2, 3 units of a tokenBucket refilled one per 20.25 s: ceil(20.25), ceil(40.5), ceil(60.75). */
-const T_AFTER = [0, 21, 41, 61];
+/** `t` after 1, 2, 3 units of a tokenBucket refilled one per 20.25 s: the next token, ceil(20.25) s away each time. */
+const T_AFTER = [0, 21, 21, 21];
 
 /** The response headers of the i-th request (1-based) of a fresh tokenBucket(3, 1 per 20.25 s). */
 function expectedHeaders(i: number): Record<string, string> {

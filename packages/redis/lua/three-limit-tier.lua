@@ -5,11 +5,12 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA b5c570d9329bc2d9ca51dbbc5ffdbc2b4fd37a4b; below this header, the script byte for byte)
+-- (EVALSHA 63f853f9154c13870f911d16a81ff6195fe880c7; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek) and now in µs (test stores only).
--- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms).
+-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
+-- refill_at (ms: when the available quota next grows).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = tonumber(ARGV[1])
@@ -21,6 +22,11 @@ else
   now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 local now_ms = floor(now_us / 1000)
+-- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full
+local function next_unit_at(credit, full, step)
+  if credit >= full then return now_ms end
+  return now_ms + ceil(((floor(credit / step) + 1) * step - credit) / 1000)
+end
 local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
 local expires_at = tonumber(stored[4])
 
@@ -31,6 +37,17 @@ if stored[1] then
   sw1_window, sw1_previous, sw1_current = tonumber(window), tonumber(previous), tonumber(current)
 end
 local sw1_new_window, sw1_new_previous, sw1_new_current
+-- the least wait (ms) after which c units pass with the state unchanged
+local function sw1_retry(into, previous, current, c)
+  local spare = 100 - current - c
+  if spare >= 0 and previous > 0 then
+    local slid = floor((spare * 60000) / previous)
+    if slid > 0 then return 60000 - into - slid end
+  end
+  local retry = 60000 - into
+  if current > 0 then retry = retry + max(0, 60000 - floor(((100 - c) * 60000) / current)) end
+  return retry
+end
 local function sw1_decide(c)
   local window = floor(now_ms / 60000)
   local into = now_ms - window * 60000
@@ -47,20 +64,18 @@ local function sw1_decide(c)
     sw1_new_window = window
     sw1_new_previous = previous
     sw1_new_current = current + c
-    return 1, max(0, left - current - c), (window + 2) * 60000, 0, 0
+    local remaining = max(0, left - current - c)
+    local refill_at = now_ms
+    if remaining < 100 then refill_at = now_ms + sw1_retry(into, previous, current + c, remaining + 1) end
+    return 1, remaining, (window + 2) * 60000, 0, 0, refill_at
   end
   local reset_at = now_ms
   if current > 0 then reset_at = (window + 2) * 60000 elseif previous > 0 then reset_at = (window + 1) * 60000 end
   local remaining = max(0, left - current)
-  if c > 100 then return 0, remaining, reset_at, -1, 0 end
-  local spare = 100 - current - c
-  if spare >= 0 and previous > 0 then
-    local slid = floor((spare * 60000) / previous)
-    if slid > 0 then return 0, remaining, reset_at, 60000 - into - slid, 0 end
-  end
-  local retry = 60000 - into
-  if current > 0 then retry = retry + max(0, 60000 - floor(((100 - c) * 60000) / current)) end
-  return 0, remaining, reset_at, retry, 0
+  local refill_at = now_ms
+  if remaining < 100 then refill_at = now_ms + sw1_retry(into, previous, current, remaining + 1) end
+  if c > 100 then return 0, remaining, reset_at, -1, 0, refill_at end
+  return 0, remaining, reset_at, sw1_retry(into, previous, current, c), 0, refill_at
 end
 
 -- fw2: fixedWindow "per-day", limit 10000 per 86400000 ms; stored: "window:count"
@@ -78,10 +93,10 @@ local function fw2_decide(c)
   if c <= 10000 - count then
     fw2_new_window = window
     fw2_new_count = count + c
-    return 1, 10000 - count - c, reset_at, 0, 0
+    return 1, 10000 - count - c, reset_at, 0, 0, reset_at
   end
-  if c <= 10000 then return 0, 10000 - count, reset_at, reset_at - now_ms, 0 end
-  return 0, 10000 - count, reset_at, -1, 0
+  if c <= 10000 then return 0, 10000 - count, reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, 10000 - count, reset_at, -1, 0, reset_at
 end
 
 -- tb3: tokenBucket "burst", capacity 20, one unit per 200000 µs; stored: the theoretical arrival time "tat" (µs)
@@ -95,36 +110,38 @@ local function tb3_decide(c)
     local diff = now_us - (new_tat - 4000000)
     if diff >= 0 then
       tb3_new_tat = new_tat
-      return 1, floor(diff / 200000), ceil(new_tat / 1000), 0, 0
+      return 1, floor(diff / 200000), ceil(new_tat / 1000), 0, 0, next_unit_at(diff, 4000000, 200000)
     end
-    return 0, max(0, floor((now_us - tat + 4000000) / 200000)), ceil(tat / 1000), ceil((-diff) / 1000), 0
+    local credit = now_us - tat + 4000000
+    return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), ceil((-diff) / 1000), 0, next_unit_at(credit, 4000000, 200000)
   end
-  return 0, max(0, floor((now_us - tat + 4000000) / 200000)), ceil(tat / 1000), -1, 0
+  local credit = now_us - tat + 4000000
+  return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), -1, 0, next_unit_at(credit, 4000000, 200000)
 end
 
 if ARGV[2] == 'p' then
   -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now
-  local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay = sw1_decide(1)
+  local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at = sw1_decide(1)
   if sw1_allowed == 1 then
     local _
-    _, sw1_remaining, sw1_reset_at = sw1_decide(math.huge)
+    _, sw1_remaining, sw1_reset_at, _, _, sw1_refill_at = sw1_decide(math.huge)
   end
-  local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay = fw2_decide(1)
+  local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at = fw2_decide(1)
   if fw2_allowed == 1 then
     local _
-    _, fw2_remaining, fw2_reset_at = fw2_decide(math.huge)
+    _, fw2_remaining, fw2_reset_at, _, _, fw2_refill_at = fw2_decide(math.huge)
   end
-  local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay = tb3_decide(1)
+  local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at = tb3_decide(1)
   if tb3_allowed == 1 then
     local _
-    _, tb3_remaining, tb3_reset_at = tb3_decide(math.huge)
+    _, tb3_remaining, tb3_reset_at, _, _, tb3_refill_at = tb3_decide(math.huge)
   end
-  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay }
+  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }
 end
 
-local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay = sw1_decide(cost)
-local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay = fw2_decide(cost)
-local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay = tb3_decide(cost)
+local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at = sw1_decide(cost)
+local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at = fw2_decide(cost)
+local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at = tb3_decide(cost)
 if sw1_allowed == 1 and fw2_allowed == 1 and tb3_allowed == 1 then
   local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
   if expires_at and expires_at >= expires then
@@ -134,22 +151,22 @@ if sw1_allowed == 1 and fw2_allowed == 1 and tb3_allowed == 1 then
     redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
     redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
   end
-  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay }
+  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }
 end
 -- denied: nothing was written; a policy that would have allowed reports its state unchanged
 if sw1_allowed == 1 then
   local _
-  _, sw1_remaining, sw1_reset_at = sw1_decide(math.huge)
+  _, sw1_remaining, sw1_reset_at, _, _, sw1_refill_at = sw1_decide(math.huge)
   sw1_retry_after, sw1_delay = 0, 0
 end
 if fw2_allowed == 1 then
   local _
-  _, fw2_remaining, fw2_reset_at = fw2_decide(math.huge)
+  _, fw2_remaining, fw2_reset_at, _, _, fw2_refill_at = fw2_decide(math.huge)
   fw2_retry_after, fw2_delay = 0, 0
 end
 if tb3_allowed == 1 then
   local _
-  _, tb3_remaining, tb3_reset_at = tb3_decide(math.huge)
+  _, tb3_remaining, tb3_reset_at, _, _, tb3_refill_at = tb3_decide(math.huge)
   tb3_retry_after, tb3_delay = 0, 0
 end
-return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay }
+return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }

@@ -63,7 +63,7 @@ interface Part {
   describe: string;
   /** Reads the state from the HMGET reply (`stored[i]`) into locals, and declares the state to write. */
   read: string;
-  /** `local function <p>_decide(c)`: returns allowed, remaining, resetAt, retryAfterMs, delayMs. */
+  /** `local function <p>_decide(c)`: returns allowed, remaining, resetAt, retryAfterMs, delayMs, refillAt. */
   decide: string;
   /** Statements run before the HSET of an allowed request (empty if none). */
   prepare: string;
@@ -90,7 +90,7 @@ function part(policy: Policy, i: number): Part {
           : `
     if diff >= -${int(QT)} then
       ${p}_new_tat = new_tat
-      return 1, 0, ceil(new_tat / 1000), 0, ceil(-diff / 1000)
+      return 1, 0, ceil(new_tat / 1000), 0, ceil(-diff / 1000), next_unit_at(diff, ${int(BT)}, ${int(T)})
     end`;
       const retryUs = QT === 0 ? "-diff" : `-diff - ${int(QT)}`;
       const sizes = policy.kind === "tokenBucket" ? `capacity ${int(policy.burst)}` : `burst ${int(policy.burst)}, queue ${int(policy.queue)}`;
@@ -106,11 +106,13 @@ local ${p}_new_tat`,
     local diff = now_us - (new_tat - ${int(BT)})
     if diff >= 0 then
       ${p}_new_tat = new_tat
-      return 1, floor(diff / ${int(T)}), ceil(new_tat / 1000), 0, 0
+      return 1, floor(diff / ${int(T)}), ceil(new_tat / 1000), 0, 0, next_unit_at(diff, ${int(BT)}, ${int(T)})
     end${shaping}
-    return 0, max(0, floor((now_us - tat + ${int(BT)}) / ${int(T)})), ceil(tat / 1000), ceil((${retryUs}) / 1000), 0
+    local credit = now_us - tat + ${int(BT)}
+    return 0, max(0, floor(credit / ${int(T)})), ceil(tat / 1000), ceil((${retryUs}) / 1000), 0, next_unit_at(credit, ${int(BT)}, ${int(T)})
   end
-  return 0, max(0, floor((now_us - tat + ${int(BT)}) / ${int(T)})), ceil(tat / 1000), -1, 0
+  local credit = now_us - tat + ${int(BT)}
+  return 0, max(0, floor(credit / ${int(T)})), ceil(tat / 1000), -1, 0, next_unit_at(credit, ${int(BT)}, ${int(T)})
 end`,
         prepare: "",
         value: `fmt('%.0f', ${p}_new_tat)`,
@@ -136,10 +138,10 @@ local ${p}_new_window, ${p}_new_count`,
   if c <= ${int(L)} - count then
     ${p}_new_window = window
     ${p}_new_count = count + c
-    return 1, ${int(L)} - count - c, reset_at, 0, 0
+    return 1, ${int(L)} - count - c, reset_at, 0, 0, reset_at
   end
-  if c <= ${int(L)} then return 0, ${int(L)} - count, reset_at, reset_at - now_ms, 0 end
-  return 0, ${int(L)} - count, reset_at, -1, 0
+  if c <= ${int(L)} then return 0, ${int(L)} - count, reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, ${int(L)} - count, reset_at, -1, 0, reset_at
 end`,
         prepare: "",
         value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
@@ -157,7 +159,18 @@ if ${stored} then
   ${p}_window, ${p}_previous, ${p}_current = tonumber(window), tonumber(previous), tonumber(current)
 end
 local ${p}_new_window, ${p}_new_previous, ${p}_new_current`,
-        decide: `local function ${p}_decide(c)
+        decide: `-- the least wait (ms) after which c units pass with the state unchanged
+local function ${p}_retry(into, previous, current, c)
+  local spare = ${int(L)} - current - c
+  if spare >= 0 and previous > 0 then
+    local slid = floor((spare * ${int(W)}) / previous)
+    if slid > 0 then return ${int(W)} - into - slid end
+  end
+  local retry = ${int(W)} - into
+  if current > 0 then retry = retry + max(0, ${int(W)} - floor(((${int(L)} - c) * ${int(W)}) / current)) end
+  return retry
+end
+local function ${p}_decide(c)
   local window = floor(now_ms / ${int(W)})
   local into = now_ms - window * ${int(W)}
   local previous, current = 0, 0
@@ -173,20 +186,18 @@ local ${p}_new_window, ${p}_new_previous, ${p}_new_current`,
     ${p}_new_window = window
     ${p}_new_previous = previous
     ${p}_new_current = current + c
-    return 1, max(0, left - current - c), (window + 2) * ${int(W)}, 0, 0
+    local remaining = max(0, left - current - c)
+    local refill_at = now_ms
+    if remaining < ${int(L)} then refill_at = now_ms + ${p}_retry(into, previous, current + c, remaining + 1) end
+    return 1, remaining, (window + 2) * ${int(W)}, 0, 0, refill_at
   end
   local reset_at = now_ms
   if current > 0 then reset_at = (window + 2) * ${int(W)} elseif previous > 0 then reset_at = (window + 1) * ${int(W)} end
   local remaining = max(0, left - current)
-  if c > ${int(L)} then return 0, remaining, reset_at, -1, 0 end
-  local spare = ${int(L)} - current - c
-  if spare >= 0 and previous > 0 then
-    local slid = floor((spare * ${int(W)}) / previous)
-    if slid > 0 then return 0, remaining, reset_at, ${int(W)} - into - slid, 0 end
-  end
-  local retry = ${int(W)} - into
-  if current > 0 then retry = retry + max(0, ${int(W)} - floor(((${int(L)} - c) * ${int(W)}) / current)) end
-  return 0, remaining, reset_at, retry, 0
+  local refill_at = now_ms
+  if remaining < ${int(L)} then refill_at = now_ms + ${p}_retry(into, previous, current, remaining + 1) end
+  if c > ${int(L)} then return 0, remaining, reset_at, -1, 0, refill_at end
+  return 0, remaining, reset_at, ${p}_retry(into, previous, current, c), 0, refill_at
 end`,
         prepare: "",
         value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
@@ -222,20 +233,25 @@ local ${p}_first_live, ${p}_new_log`,
     used = used - costs[first]
     first = first + 1
   end
+  -- the quota next grows when the oldest entry in the window leaves it
+  local oldest = now_us
+  if first <= n then oldest = times[first] end
+  local refill_at = now_ms + ceil((oldest + ${int(Wus)} - now_us) / 1000)
   if c <= ${int(L)} - used then
     ${p}_first_live = first
-    return 1, ${int(L)} - used - c, ceil((now_us + ${int(Wus)}) / 1000), 0, 0
+    return 1, ${int(L)} - used - c, ceil((now_us + ${int(Wus)}) / 1000), 0, 0, refill_at
   end
+  if first > n then refill_at = now_ms end
   local reset_at = ceil(now_us / 1000)
   if first <= n then reset_at = ceil((times[n] + ${int(Wus)}) / 1000) end
-  if c > ${int(L)} then return 0, ${int(L)} - used, reset_at, -1, 0 end
+  if c > ${int(L)} then return 0, ${int(L)} - used, reset_at, -1, 0, refill_at end
   local need = used + c - ${int(L)}
   local freed = 0
   for j = first, n do
     freed = freed + costs[j]
-    if freed >= need then return 0, ${int(L)} - used, reset_at, ceil((times[j] + ${int(Wus)} - now_us) / 1000), 0 end
+    if freed >= need then return 0, ${int(L)} - used, reset_at, ceil((times[j] + ${int(Wus)} - now_us) / 1000), 0, refill_at end
   end
-  return 0, ${int(L)} - used, reset_at, -1, 0
+  return 0, ${int(L)} - used, reset_at, -1, 0, refill_at
 end`,
         // drop the entries that left the window; a request in the newest entry's microsecond merges into it
         prepare: `  do
@@ -260,7 +276,7 @@ end`,
  * Generates the `decide` script for a list of policies (in order). `KEYS[1]` is the identifier's
  * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, or `"p"` peek) and a
  * fixed now in µs (test stores only; without it the script reads `TIME`). Returns `{ now_ms, then
- * per policy: allowed (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs }`.
+ * per policy: allowed (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt }`.
  *
  * @example
  * ```ts
@@ -273,14 +289,15 @@ export function decideScript(policies: readonly Policy[]): Script {
   }
   const names = policies.map((policy, k) => `${KIND_CODE[policy.kind]}${k + 1}`);
   const parts = policies.map((policy, k) => part(policy, k + 1));
-  const results = (p: string) => `${p}_allowed, ${p}_remaining, ${p}_reset_at, ${p}_retry_after, ${p}_delay`;
+  const results = (p: string) => `${p}_allowed, ${p}_remaining, ${p}_reset_at, ${p}_retry_after, ${p}_delay, ${p}_refill_at`;
   const reply = `{ now_ms, ${names.map(results).join(", ")} }`;
   const fields = policies.map((policy, k) => `${str(policyField(policy))}, ${parts[k]!.value}`).join(", ");
   const lines = [
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}`).join(", ")}`,
     "-- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.",
     "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek) and now in µs (test stores only).",
-    "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms).",
+    "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
+    "-- refill_at (ms: when the available quota next grows).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     "local cost = tonumber(ARGV[1])",
@@ -292,6 +309,15 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])",
     "end",
     "local now_ms = floor(now_us / 1000)",
+    ...(policies.some((policy) => policy.kind === "tokenBucket" || policy.kind === "leakyBucket")
+      ? [
+          "-- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full",
+          "local function next_unit_at(credit, full, step)",
+          "  if credit >= full then return now_ms end",
+          "  return now_ms + ceil(((floor(credit / step) + 1) * step - credit) / 1000)",
+          "end",
+        ]
+      : []),
     `local stored = redis.call('HMGET', KEYS[1], ${policies.map((policy) => str(policyField(policy))).join(", ")}, '${EXPIRES_FIELD}')`,
     `local expires_at = tonumber(stored[${policies.length + 1}])`,
     "",
@@ -303,7 +329,7 @@ export function decideScript(policies: readonly Policy[]): Script {
       (p) => `  local ${results(p)} = ${p}_decide(1)
   if ${p}_allowed == 1 then
     local _
-    _, ${p}_remaining, ${p}_reset_at = ${p}_decide(math.huge)
+    _, ${p}_remaining, ${p}_reset_at, _, _, ${p}_refill_at = ${p}_decide(math.huge)
   end`,
     ),
     `  return ${reply}`,
@@ -332,7 +358,7 @@ export function decideScript(policies: readonly Policy[]): Script {
       ...names.map(
         (p) => `if ${p}_allowed == 1 then
   local _
-  _, ${p}_remaining, ${p}_reset_at = ${p}_decide(math.huge)
+  _, ${p}_remaining, ${p}_reset_at, _, _, ${p}_refill_at = ${p}_decide(math.huge)
   ${p}_retry_after, ${p}_delay = 0, 0
 end`,
       ),

@@ -20,6 +20,7 @@ import {
   type Store,
   fixedWindow,
   leakyBucket,
+  setRateLimitHeaders,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -67,7 +68,8 @@ export function testStore(options: TestStoreOptions): void {
   const timeout = options.timeoutMs ?? 20_000;
 
   const limiter = (limits: Policy | Policy[], prefix = uniquePrefix()) =>
-    new RateLimiter({ store, limits, prefix, onStoreError: "deny", onStoreFailure: (error) => failures.push(error) });
+    // the deny cache answers repeated denials without the store: off, so every call here reaches it
+    new RateLimiter({ store, limits, prefix, onStoreError: "deny", onStoreFailure: (error) => failures.push(error), denyCache: false });
   const at = (ms: number) => {
     clock.now = T0 + ms;
   };
@@ -279,9 +281,9 @@ export function testStore(options: TestStoreOptions): void {
         ]);
         expect(c).toMatchObject({ allowed: false, policy: "burst", retryAfterMs: 1000, reason: "limit" });
         expect(c!.policies).toEqual([
-          { policy: "burst", allowed: false, limit: 2, remaining: 0, resetAt: T0 + 2000, retryAfterMs: 1000, delayMs: 0 },
+          { policy: "burst", allowed: false, limit: 2, remaining: 0, resetAt: T0 + 2000, retryAfterMs: 1000, delayMs: 0, refillAt: T0 + 1000 },
           // would have allowed: reports its state unchanged (1 left, nothing consumed)
-          { policy: "per-minute", allowed: true, limit: 3, remaining: 1, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0 },
+          { policy: "per-minute", allowed: true, limit: 3, remaining: 1, resetAt: T0 + 60_000, retryAfterMs: 0, delayMs: 0, refillAt: T0 + 60_000 },
         ]);
         at(1000);
         const d = await l.limit("k");
@@ -289,7 +291,7 @@ export function testStore(options: TestStoreOptions): void {
         at(2000);
         const e = await l.limit("k");
         expect(e).toMatchObject({ allowed: false, policy: "per-minute", retryAfterMs: 58_000, reason: "limit" });
-        expect(e.policies[0]).toEqual({ policy: "burst", allowed: true, limit: 2, remaining: 1, resetAt: T0 + 3000, retryAfterMs: 0, delayMs: 0 });
+        expect(e.policies[0]).toEqual({ policy: "burst", allowed: true, limit: 2, remaining: 1, resetAt: T0 + 3000, retryAfterMs: 0, delayMs: 0, refillAt: T0 + 3000 });
         // the denied request took nothing from the bucket
         expect((await l.peek("k")).policies[0]!.remaining).toBe(1);
         // both deny: the binding policy is the one with the largest retryAfterMs
@@ -402,6 +404,147 @@ export function testStore(options: TestStoreOptions): void {
           expect(checked).toBeGreaterThanOrEqual(3);
         });
       }
+    });
+
+    describe("effective window: the IETF t", () => {
+      /** The `RateLimit` and `Retry-After` values Sluice writes for `d` (default styles). */
+      const ietf = (l: RateLimiter, d: Decision) => {
+        const headers = new Headers();
+        setRateLimitHeaders(headers, d, ["ietf"], l.policies);
+        return [headers.get("RateLimit"), headers.get("Retry-After")];
+      };
+
+      it("t counts to the next unit, not to the full quota, for every algorithm", async () => {
+        // each case: exhaust it, then the 429's t equals Retry-After (before, t was the time back to
+        // the full quota: 15 s for both buckets, 120 s for the sliding window, 98 s for the log)
+        const cases: [Policy, number, string, string][] = [
+          [tokenBucket({ capacity: 3, refillRate: 1, interval: "5s", name: "tb" }), 3, '"tb";r=0;t=5', "5"],
+          [leakyBucket({ rate: 1, period: "5s", burst: 3, name: "lb" }), 3, '"lb";r=0;t=5', "5"],
+          [fixedWindow({ limit: 3, window: "1m", name: "fw" }), 3, '"fw";r=0;t=60', "60"],
+          // 10 counted 20 s into a 60 s window: after the roll (40 s) the previous count must weigh 9 or less (6 s more)
+          [slidingWindow({ limit: 10, window: "1m", name: "sw" }), 10, '"sw";r=0;t=46', "46"],
+          [slidingLog({ limit: 3, window: "100s", name: "sl" }), 3, '"sl";r=0;t=100', "100"],
+        ];
+        for (const [policy, n, rateLimit, retryAfter] of cases) {
+          const l = limiter(policy);
+          at(policy.kind === "slidingWindow" ? 20_000 : 0);
+          const allowed = await burst(l, "k", n);
+          expect(allowed.every((d) => d.allowed)).toBe(true);
+          const denied = await l.limit("k");
+          expect([policy.kind, ...ietf(l, denied)]).toEqual([policy.kind, rateLimit, retryAfter]);
+        }
+      });
+
+      it("a sliding log with spread entries: t is when the oldest leaves, Retry-After when enough have", async () => {
+        const l = limiter(slidingLog({ limit: 5, window: "300s", name: "log" }));
+        for (const [ms, cost] of [[0, 1], [2_000, 1], [100_000, 1], [200_000, 2]] as const) {
+          at(ms);
+          expect((await l.limit("k", { cost })).allowed).toBe(true);
+        }
+        at(200_500);
+        const d = await l.limit("k", { cost: 2 });
+        // 2 units need the two oldest entries gone: the first leaves at 300 s, the second at 302 s
+        expect(ietf(l, d)).toEqual(['"log";r=0;t=100', "102"]);
+        expect(d.policies[0]!.refillAt - d.now).toBe(99_500);
+      });
+
+      it("a cost-5 request: t is the next token, Retry-After the fifth", async () => {
+        const l = limiter(tokenBucket({ capacity: 10, refillRate: 1, interval: "2s", name: "tb" }));
+        at(0);
+        await burst(l, "k", 10);
+        const d = await l.limit("k", { cost: 5 });
+        expect(ietf(l, d)).toEqual(['"tb";r=0;t=2', "10"]);
+      });
+
+      it("a three-limit tier: every violated policy's t is at most Retry-After", async () => {
+        const l = limiter([
+          tokenBucket({ capacity: 3, refillRate: 1, interval: "2s", name: "burst" }),
+          slidingWindow({ limit: 5, window: "1m", name: "per-minute" }),
+          fixedWindow({ limit: 100, window: "1d", name: "per-day" }),
+        ]);
+        at(30_000);
+        await burst(l, "k", 3);
+        const d = await l.limit("k");
+        // the bucket denies (a token in 2 s); the others would have allowed and report their state:
+        // the minute's third free unit needs its window rolled (30 s) and 3 counted to weigh 2 (20 s
+        // more); the day's window ends at midnight
+        expect(ietf(l, d)).toEqual(['"burst";r=0;t=2, "per-minute";r=2;t=50, "per-day";r=97;t=86370', "2"]);
+        at(36_000);
+        await burst(l, "k", 2); // the bucket has 3 again; the minute's 5 are used
+        const e = await l.limit("k");
+        // the minute denies: its next unit frees at the roll (24 s) plus the 5 counted weighing 4 (12 s)
+        expect(ietf(l, e)).toEqual(['"burst";r=1;t=2, "per-minute";r=0;t=36, "per-day";r=95;t=86364', "36"]);
+      });
+
+      it("at refillAt a request of r + 1 units passes, 1 ms earlier it does not", async () => {
+        const configs: Policy[] = [
+          fixedWindow({ limit: 7, window: "2s" }),
+          slidingWindow({ limit: 7, window: "2s" }),
+          slidingLog({ limit: 7, window: "2s" }),
+          tokenBucket({ capacity: 7, refillRate: 3, interval: "2s" }),
+          leakyBucket({ rate: 3, period: "1s", burst: 4 }),
+        ];
+        for (const policy of configs) {
+          let t = 137;
+          let checked = 0;
+          for (let step = 0; step < 12; step++) {
+            // replay the same history on a fresh key, so the probe before refillAt does not disturb the one at it
+            const history = [0, 1, 2].map((i) => [t - 300 * (3 - i), 2] as const);
+            const run = async (key: string) => {
+              for (const [ms, cost] of history) {
+                at(ms);
+                await l.limit(key, { cost });
+              }
+              at(t);
+              return l.peek(key);
+            };
+            const l = limiter(policy);
+            const p = (await run("a")).policies[0]!;
+            if (p.refillAt > p.retryAfterMs + (T0 + t) && p.remaining < policy.limit) {
+              const next = p.remaining + 1;
+              at(p.refillAt - T0 - 1);
+              expect([policy.kind, (await l.limit("a", { cost: next })).allowed]).toEqual([policy.kind, false]);
+              await run("b");
+              at(p.refillAt - T0);
+              expect([policy.kind, (await l.limit("b", { cost: next })).allowed]).toEqual([policy.kind, true]);
+              checked++;
+            }
+            t += 157;
+          }
+          expect([policy.kind, checked >= 3]).toEqual([policy.kind, true]);
+        }
+      });
+
+      it("on random sequences, Retry-After is never earlier than the t of a violated policy", async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(policySpecArbitrary(), { minLength: 1, maxLength: 3 }),
+            fc.array(fc.record({ dt: fc.integer({ min: 0, max: 1500 }), cost: fc.integer({ min: 1, max: 5 }) }), { minLength: 1, maxLength: 30 }),
+            async (specs, steps) => {
+              const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
+              const l = limiter(policies);
+              let t = T0 + 3;
+              for (const step of steps) {
+                t += step.dt;
+                clock.now = t;
+                const d = await l.limit("k", { cost: step.cost });
+                for (const p of d.policies) expect(p.refillAt).toBeGreaterThanOrEqual(d.now);
+                if (d.allowed || d.retryAfterMs === Infinity) continue;
+                const headers = new Headers();
+                setRateLimitHeaders(headers, d, ["ietf"], l.policies);
+                const retryAfter = Number(headers.get("Retry-After"));
+                const ts = [...(headers.get("RateLimit") ?? "").matchAll(/;t=(\d+)/g)].map((m) => Number(m[1]));
+                d.policies.forEach((p, i) => {
+                  if (p.allowed) return;
+                  expect(p.refillAt - d.now).toBeLessThanOrEqual(p.retryAfterMs);
+                  expect(ts[i]).toBeLessThanOrEqual(retryAfter);
+                });
+              }
+            },
+          ),
+          { numRuns: options.numRuns ?? 60 },
+        );
+      });
     });
 
     describe("reference models", () => {

@@ -241,6 +241,24 @@ export class ReferenceLimiter {
     return models;
   }
 
+  /**
+   * When the policy's available quota next grows (`refillAt`): for a fixed window, the end of the
+   * window; otherwise, with `a` the largest cost that passes now, the first moment a cost of
+   * `a + 1` passes (the state unchanged) — now if `a` is already the most the policy can admit.
+   */
+  static refillAt(model: Model, nowMs: number): number {
+    if (model.policy.kind === "fixedWindow") return model.now(nowMs).resetAt;
+    let low = 0; // passes (a cost of 0 always does)
+    let high = model.maxCost + 1; // never passes
+    while (high - low > 1) {
+      const mid = Math.floor((low + high) / 2);
+      if (model.check(nowMs, mid).allowed) low = mid;
+      else high = mid;
+    }
+    if (low >= model.maxCost) return nowMs;
+    return nowMs + (ReferenceLimiter.retryAfter(model, nowMs, low + 1) as number);
+  }
+
   /** The least d >= 0 such that `cost` passes `model` at nowMs + d (the state unchanged), or null. */
   static retryAfter(model: Model, nowMs: number, cost: number): number | null {
     if (cost > model.maxCost) return null;
@@ -260,18 +278,22 @@ export class ReferenceLimiter {
     const models = this.#of(key);
     const checks = models.map((m) => m.check(nowMs, cost));
     const allowed = checks.every((c) => c.allowed);
+    // retry times are searched on the state before the request (a denied request changes nothing)
+    const retries = checks.map((c, i) => (c.allowed ? 0 : ReferenceLimiter.retryAfter(models[i]!, nowMs, cost)));
     if (allowed) models.forEach((m) => m.commit(nowMs, cost));
     const results = models.map((m, i) => {
       const c = checks[i]!;
-      if (!allowed && c.allowed) return { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0, delayMs: 0 };
+      const refillAt = ReferenceLimiter.refillAt(m, nowMs);
+      if (!allowed && c.allowed) return { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0, delayMs: 0, refillAt };
       return {
         policy: m.policy.name,
         allowed: c.allowed,
         limit: m.policy.limit,
         remaining: c.remaining,
         resetAt: c.resetAt,
-        retryAfterMs: c.allowed ? 0 : ReferenceLimiter.retryAfter(m, nowMs, cost),
+        retryAfterMs: retries[i]!,
         delayMs: c.delayMs,
+        refillAt,
       };
     });
     return combine(results, nowMs);
@@ -290,6 +312,7 @@ export class ReferenceLimiter {
         resetAt: state.resetAt,
         retryAfterMs: c.allowed ? 0 : ReferenceLimiter.retryAfter(m, nowMs, 1),
         delayMs: c.delayMs,
+        refillAt: ReferenceLimiter.refillAt(m, nowMs),
       };
     });
     return combine(results, nowMs);
