@@ -415,8 +415,8 @@ export function testStore(options: TestStoreOptions): void {
       };
 
       it("t counts to the next unit, not to the full quota, for every algorithm", async () => {
-        // each case: exhaust it, then the 429's t equals Retry-After (before, t was the time back to
-        // the full quota: 15 s for both buckets, 120 s for the sliding window, 98 s for the log)
+        // each case: exhaust it, then the 429's t equals Retry-After (t used to be the time back to the
+        // full quota: 15 s for both buckets, 100 s for the sliding window)
         const cases: [Policy, number, string, string][] = [
           [tokenBucket({ capacity: 3, refillRate: 1, interval: "5s", name: "tb" }), 3, '"tb";r=0;t=5', "5"],
           [leakyBucket({ rate: 1, period: "5s", burst: 3, name: "lb" }), 3, '"lb";r=0;t=5', "5"],
