@@ -40,14 +40,24 @@ import type { Decision, DecisionReason, PolicyResult, StoreResult } from "./type
 /** Options of the deny cache: the `denyCache` option of `RateLimiter` (and of a tiered guard). */
 export interface DenyCacheOptions {
   /**
-   * The most keys remembered at once; the least recently used is forgotten first.
+   * The most keys remembered at once; the least recently used is forgotten first. Each entry
+   * holds the key and a copy of its denial.
    * @default 10_000
+   * @example
+   * ```ts
+   * new RateLimiter({ store, limits, denyCache: { maxKeys: 50_000 } });
+   * ```
    */
   maxKeys?: number;
   /**
    * The local monotonic clock, in milliseconds from any origin (a test hook). Not epoch time: only
    * differences are used.
    * @default performance.now() where it exists, else Date.now()
+   * @example
+   * ```ts
+   * let local = 0; // moved by the test, together with the store's test clock
+   * new RateLimiter({ store, limits, denyCache: { clock: () => local } });
+   * ```
    */
   clock?: () => number;
 }
