@@ -8,3 +8,4 @@
  */
 export { UpstashStore, type UpstashRedisLike } from "./upstash-store.js";
 export { RedisStore, type RedisClientLike, type IORedisLike, type NodeRedisLike } from "./redis-store.js";
+export type { RedisClock, ScriptStoreOptions } from "./script-store.js";

@@ -1,5 +1,5 @@
 import { SluiceConfigError } from "@sluice/core";
-import { ScriptStore, type Transport, requireMethods } from "./script-store.js";
+import { ScriptStore, type ScriptStoreOptions, type Transport, clientClockOption, requireMethods } from "./script-store.js";
 
 /** The slice of an ioredis client (`Redis` or `Cluster`) the store calls. */
 export interface IORedisLike {
@@ -42,9 +42,16 @@ function isNodeRedis(client: unknown): client is NodeRedisLike {
 export class RedisStore extends ScriptStore {
   protected readonly transport: Transport;
   protected readonly storeName = "RedisStore";
+  protected readonly clientClock: boolean;
 
-  constructor(client: RedisClientLike) {
+  /**
+   * @param client a connected ioredis or node-redis client
+   * @param [options.clock="server"] `"client"` sends this process's time with each call, for
+   *   Redis-compatible services that refuse `TIME` inside scripts (see {@link ScriptStoreOptions})
+   */
+  constructor(client: RedisClientLike, options?: ScriptStoreOptions) {
     super();
+    this.clientClock = clientClockOption(options, "RedisStore");
     if (typeof client !== "object" || client === null) {
       throw new SluiceConfigError("[sluice] [redis] RedisStore needs an ioredis or node-redis client");
     }

@@ -28,6 +28,39 @@ export interface Transport {
  */
 export const TEST_CLOCK: unique symbol = Symbol.for("@sluice/redis:test-clock") as never;
 
+/**
+ * Whose clock a decision runs on:
+ * - `"server"` (default): Redis's `TIME`, read inside the script. Every instance agrees on the
+ *   time, whatever its own clock says.
+ * - `"client"`: this process's `Date.now()`, sent as a script argument, for Redis-compatible
+ *   services that refuse `TIME` inside scripts. The trade: instances whose clocks disagree by S ms
+ *   see windows and refills shifted by up to S ms against each other (a window may start S ms early
+ *   for one of them), so keep the clocks in sync (NTP).
+ */
+export type RedisClock = "server" | "client";
+
+/** Options of `RedisStore` and `UpstashStore`. */
+export interface ScriptStoreOptions {
+  /**
+   * Whose clock a decision runs on: Redis `TIME` (`"server"`), or this process's (`"client"`) for
+   * services that refuse `TIME` in scripts.
+   * @default "server"
+   */
+  clock?: RedisClock;
+}
+
+/** Validates the options object of a store's constructor; returns whether the client's clock is used. */
+export function clientClockOption(options: unknown, store: string): boolean {
+  if (options === undefined) return false;
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`[sluice] [redis] ${store} options must be an object; got ${String(options)}`);
+  }
+  const clock = (options as ScriptStoreOptions).clock;
+  if (clock === undefined || clock === "server") return false;
+  if (clock === "client") return true;
+  throw new SluiceConfigError(`[sluice] [redis] ${store}: clock must be "server" or "client"; got ${JSON.stringify(clock) ?? String(clock)}`);
+}
+
 /** @internal a store that runs the `decide` script generated for each namespace through a {@link Transport}. */
 export abstract class ScriptStore implements Store {
   /** @internal */
@@ -35,11 +68,15 @@ export abstract class ScriptStore implements Store {
   protected abstract readonly transport: Transport;
   /** The class name, for error messages. */
   protected abstract readonly storeName: string;
+  /** Whether the caller's clock is sent with each call (`clock: "client"`). */
+  protected abstract readonly clientClock: boolean;
 
   /** Checks the namespace as a `RateLimiter` would (prefix, tier, 1 to `MAX_POLICIES` policies), synchronously. */
   bind(namespace: StoreNamespace): BoundStore {
     assertNamespace(namespace, `${this.storeName}.bind`);
-    return new ScriptBinding(namespace, this.transport, this[TEST_CLOCK]);
+    // the global is read on each call, so a test that mocks Date.now moves this clock too
+    const clock = this[TEST_CLOCK] ?? (this.clientClock ? () => Date.now() : undefined);
+    return new ScriptBinding(namespace, this.transport, clock, this.storeName);
   }
 }
 
@@ -48,9 +85,17 @@ function messageOf(error: unknown): string {
   return String((error as { message?: unknown } | null)?.message ?? error);
 }
 
-/** Any failure of the client (connection, timeout, a script error such as OOM) as a `SluiceStoreError`. */
-function storeError(error: unknown): SluiceStoreError {
-  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${messageOf(error)}`, { cause: error });
+/**
+ * Any failure of the client (connection, timeout, a script error such as OOM) as a `SluiceStoreError`.
+ * A server that refuses `TIME` inside scripts gets a message naming the option that avoids it.
+ */
+function storeError(error: unknown, store: string, sendsTime: boolean): SluiceStoreError {
+  const message = messageOf(error);
+  const hint =
+    !sendsTime && /\bTIME\b|unknown (redis )?command/i.test(message)
+      ? `. This server refuses Redis TIME inside scripts: construct the store with { clock: "client" } (new ${store}(client, { clock: "client" })) to send this process's time instead`
+      : "";
+  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${message}${hint}`, { cause: error });
 }
 
 class ScriptBinding implements BoundStore {
@@ -64,7 +109,9 @@ class ScriptBinding implements BoundStore {
   constructor(
     namespace: StoreNamespace,
     readonly transport: Transport,
+    /** The clock sent with each call (a test clock, or `Date.now` with `clock: "client"`); `undefined`: Redis `TIME`. */
     readonly testClock: (() => number) | undefined,
+    readonly storeName: string,
   ) {
     this.#script = decideScript(namespace.policies);
     this.#names = namespace.policies.map((p) => p.name);
@@ -92,11 +139,11 @@ class ScriptBinding implements BoundStore {
     try {
       reply = await this.transport.evalsha(this.#script.sha, keys, args);
     } catch (error) {
-      if (!messageOf(error).includes("NOSCRIPT")) throw storeError(error);
+      if (!messageOf(error).includes("NOSCRIPT")) throw storeError(error, this.storeName, this.testClock !== undefined);
       try {
         reply = await this.transport.eval(this.#script.script, keys, args);
       } catch (evalError) {
-        throw storeError(evalError);
+        throw storeError(evalError, this.storeName, this.testClock !== undefined);
       }
     }
     return this.#parse(reply);

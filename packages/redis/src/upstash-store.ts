@@ -1,4 +1,4 @@
-import { ScriptStore, type Transport, requireMethods } from "./script-store.js";
+import { ScriptStore, type ScriptStoreOptions, type Transport, clientClockOption, requireMethods } from "./script-store.js";
 
 /**
  * The narrowest slice of an `@upstash/redis` client the store calls, so any version of the client
@@ -30,9 +30,16 @@ export interface UpstashRedisLike {
 export class UpstashStore extends ScriptStore {
   protected readonly transport: Transport;
   protected readonly storeName = "UpstashStore";
+  protected readonly clientClock: boolean;
 
-  constructor(redis: UpstashRedisLike) {
+  /**
+   * @param redis an `@upstash/redis` client
+   * @param [options.clock="server"] `"client"` sends this process's time with each call, for
+   *   Redis-compatible services that refuse `TIME` inside scripts (see {@link ScriptStoreOptions})
+   */
+  constructor(redis: UpstashRedisLike, options?: ScriptStoreOptions) {
     super();
+    this.clientClock = clientClockOption(options, "UpstashStore");
     requireMethods(redis, ["evalsha", "eval", "del"], "UpstashStore", "an @upstash/redis client");
     this.transport = {
       evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
