@@ -1,0 +1,202 @@
+/**
+ * Every TypeScript block (```ts or ```typescript) of every README in the repository — the root's,
+ * packages/*'s and apps/*'s — compiles as a user's code would, and the runnable ones run.
+ *
+ * The blocks are written to a throwaway project inside this package (`.snippets/`, gitignored):
+ * an ES module package whose node_modules are this package's, so `@sluice/*` resolve to the
+ * workspace packages (their sources, through the `@sluice/source` export condition: no build
+ * needed; the built types are checked by publint and attw in `check:package`) and every other
+ * import to the version the workspace pins. Each block is its own file and is type-checked with
+ * `strict` under `"module": "nodenext"` and under `"moduleResolution": "bundler"`
+ * (`"module": "esnext"`), in the environment it is written for:
+ *
+ * - **Workers** (a block that imports `@sluice/cloudflare` or `cloudflare:*`, or names a Workers
+ *   type such as `KVNamespace`): `lib: ["ES2022"]`, `types: ["@cloudflare/workers-types"]`, the
+ *   tsconfig the Cloudflare quick start asks for;
+ * - **Node.js** (every other block): `lib: ["ES2022", "DOM", "DOM.Iterable"]`, `types: ["node"]`;
+ *   the blocks that use `@sluice/client` alone also without the DOM library, as the client
+ *   promises (the Fetch types of @types/node are enough).
+ *
+ * Every Node.js block is also run, as `node --import tsx <file>` from the project (what "run it
+ * with `npx tsx example.mts`" does), and must exit 0 within 60 s. Markers after the language in the
+ * fence's info string opt out, and nothing else may be written there: `no-run` — the block needs a
+ * service (Redis, Upstash, the running demo) or serves forever; `no-check` — it cannot compile
+ * alone on purpose (neither is compiled nor run). The contributing notes of the root README say
+ * this; Workers blocks are compiled only (they need workerd).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { afterAll, describe, expect, it } from "vitest";
+
+const packageDir = fileURLToPath(new URL("..", import.meta.url));
+const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
+
+type Environment = "node" | "workers";
+
+interface Snippet {
+  /** README path relative to the repository root. */
+  readme: string;
+  /** 1-based line of the opening fence. */
+  line: number;
+  markers: string[];
+  code: string;
+  environment: Environment;
+  /** The file it is written to, relative to the project. */
+  file: string;
+}
+
+const MARKERS = new Set(["no-run", "no-check"]);
+
+/** Every README.md of the repository: the root's, then packages/*, then apps/*. */
+function readmes(): string[] {
+  const found = ["README.md"];
+  for (const group of ["packages", "apps"]) {
+    for (const entry of readdirSync(join(rootDir, group), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (!entry.isDirectory()) continue;
+      const path = join(group, entry.name, "README.md");
+      try {
+        readFileSync(join(rootDir, path));
+        found.push(path);
+      } catch {
+        // no README
+      }
+    }
+  }
+  return found;
+}
+
+/** The fenced blocks of a Markdown file (CommonMark fences of backticks, indented up to 3 spaces). */
+function fences(markdown: string): { line: number; language: string; markers: string[]; code: string }[] {
+  const lines = markdown.split("\n");
+  const out: { line: number; language: string; markers: string[]; code: string }[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^( {0,3})(`{3,})\s*([^`]*)$/.exec(lines[i] as string);
+    if (open === null) continue;
+    const [, indent, ticks, info] = open as unknown as [string, string, string, string];
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length; j++) {
+      const line = lines[j] as string;
+      if (new RegExp(`^ {0,3}\`{${ticks.length},}\\s*$`).test(line)) break;
+      body.push(line.startsWith(indent) ? line.slice(indent.length) : line.trimStart());
+    }
+    const [language = "", ...markers] = info.trim().split(/\s+/).filter(Boolean);
+    out.push({ line: i + 1, language: language.toLowerCase(), markers, code: `${body.join("\n")}\n` });
+    i = j;
+  }
+  return out;
+}
+
+const WORKERS = /from\s+["'](@sluice\/cloudflare|cloudflare:[\w-]+)["']|\b(KVNamespace|DurableObjectNamespace|DurableObjectState|ExecutionContext|ExportedHandler)\b/;
+
+const snippets: Snippet[] = readmes().flatMap((readme) => {
+  const slug = readme.replace(/\/?README\.md$/, "").replace(/[^\w]+/g, "-") || "root";
+  return fences(readFileSync(join(rootDir, readme), "utf8"))
+    .filter((block) => block.language === "ts" || block.language === "typescript")
+    .map((block, index) => ({
+      readme,
+      line: block.line,
+      markers: block.markers,
+      code: block.code,
+      environment: WORKERS.test(block.code) ? ("workers" as const) : ("node" as const),
+      file: `${slug}-${index + 1}.ts`,
+    }));
+});
+const checked = snippets.filter((s) => !s.markers.includes("no-check"));
+const where = (s: Snippet) => `${s.readme}:${s.line}`;
+
+// A user's project: an ES module package. Its node_modules are this package's (one level up).
+mkdirSync(join(packageDir, ".snippets"), { recursive: true });
+const project = mkdtempSync(join(packageDir, ".snippets", "run-"));
+writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "readme-snippets", private: true, type: "module" }, null, 2)}\n`);
+for (const snippet of snippets) writeFileSync(join(project, snippet.file), snippet.code);
+
+afterAll(() => {
+  rmSync(project, { recursive: true, force: true });
+});
+
+const base: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  // a block without an import is still a module (top-level await), as the files users save are
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  customConditions: ["@sluice/source"],
+};
+
+const MODULE_SETTINGS: [string, ts.CompilerOptions][] = [
+  ["nodenext", { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext }],
+  ["bundler", { module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler }],
+];
+
+/** Blocks that use `@sluice/client` alone: it promises to need no DOM library (Fetch types from @types/node suffice). */
+const clientOnly = (s: Snippet) => /from\s+["']@sluice\/client["']/.test(s.code) && !/from\s+["']@sluice\/(?!client["'])/.test(s.code);
+
+const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
+  ["Node.js (ES2022 + DOM + @types/node)", (s) => s.environment === "node", { lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"], types: ["node"] }],
+  ["@sluice/client on Node.js without the DOM library", (s) => s.environment === "node" && clientOnly(s), { lib: ["lib.es2022.d.ts"], types: ["node"] }],
+  ["Workers (ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", { lib: ["lib.es2022.d.ts"], types: ["@cloudflare/workers-types"] }],
+];
+
+function compile(files: Snippet[], options: ts.CompilerOptions): string[] {
+  const byFile = new Map(files.map((s) => [join(project, s.file), s]));
+  const compilerOptions = { ...base, ...options };
+  // resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
+  const host = ts.createCompilerHost(compilerOptions);
+  host.getCurrentDirectory = () => project;
+  const program = ts.createProgram({ rootNames: [...byFile.keys()], options: compilerOptions, host });
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const message = ts.flattenDiagnosticMessageText(d.messageText, "\n");
+    if (d.file === undefined) return message;
+    const { line } = d.file.getLineAndCharacterOfPosition(d.start ?? 0);
+    const snippet = byFile.get(d.file.fileName);
+    // a block's line n is the README's line (fence + n)
+    const at = snippet === undefined ? `${relative(rootDir, d.file.fileName)}:${line + 1}` : `${snippet.readme}:${snippet.line + line + 1}`;
+    return `${at}: ${message}`;
+  });
+}
+
+describe("README TypeScript blocks", () => {
+  it("are found in every README, each with known markers only", () => {
+    expect(snippets.length).toBeGreaterThan(20);
+    for (const readme of ["README.md", "packages/core/README.md", "packages/redis/README.md", "packages/cloudflare/README.md", "packages/next/README.md"]) {
+      expect(snippets.some((s) => s.readme === readme), readme).toBe(true);
+    }
+    expect(snippets.flatMap((s) => s.markers.filter((m) => !MARKERS.has(m)).map((m) => `${where(s)}: unknown marker "${m}"`))).toEqual([]);
+    expect(snippets.filter((s) => s.markers.includes("no-run") && s.markers.includes("no-check")).map(where)).toEqual([]);
+  });
+
+  for (const [moduleName, moduleOptions] of MODULE_SETTINGS) {
+    for (const [environmentName, belongs, environmentOptions] of ENVIRONMENTS) {
+      it(`compile under ${moduleName}: ${environmentName}`, () => {
+        const files = checked.filter(belongs);
+        expect(files.length).toBeGreaterThan(0);
+        expect(compile(files, { ...moduleOptions, ...environmentOptions })).toEqual([]);
+      });
+    }
+  }
+
+  const runnable = checked.filter((s) => s.environment === "node" && !s.markers.includes("no-run"));
+  it.each(runnable.map((s) => [where(s), s] as const))("%s runs with tsx and exits 0", async (_where, snippet) => {
+    // as from a shell: without the NODE_ENV=test that Vitest sets (Next.js's types declare NODE_ENV
+    // required on ProcessEnv; this environment has none on purpose)
+    const inherited = Object.entries(process.env).filter(([name]) => name !== "NODE_ENV");
+    const env = { ...Object.fromEntries(inherited), NO_COLOR: "1", NEXT_TELEMETRY_DISABLED: "1" } as unknown as NodeJS.ProcessEnv;
+    const child = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", snippet.file], {
+      cwd: project,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    clearTimeout(timer);
+    expect(code, output).toBe(0);
+  });
+});
