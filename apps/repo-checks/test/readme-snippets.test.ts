@@ -11,8 +11,8 @@
  * (`"module": "esnext"`), in the environment it is written for:
  *
  * - **Workers** (a block that imports `@sluice/cloudflare` or `cloudflare:*`, or names a Workers
- *   type such as `KVNamespace`): `lib: ["ES2022"]`, `types: ["@cloudflare/workers-types"]`, the
- *   tsconfig the Cloudflare quick start asks for;
+ *   type such as `KVNamespace`): the compiler options of the `tsconfig.json` the Cloudflare quick
+ *   starts give (`lib: ["ES2022"]`, `types: ["@cloudflare/workers-types"]`), read from the READMEs;
  * - **Node.js** (every other block): `lib: ["ES2022", "DOM", "DOM.Iterable"]`, `types: ["node"]`;
  *   the blocks that use `@sluice/client` alone also without the DOM library, as the client
  *   promises (the Fetch types of @types/node are enough).
@@ -136,10 +136,27 @@ const MODULE_SETTINGS: [string, ts.CompilerOptions][] = [
 /** Blocks that use `@sluice/client` alone: it promises to need no DOM library (Fetch types from @types/node suffice). */
 const clientOnly = (s: Snippet) => /from\s+["']@sluice\/client["']/.test(s.code) && !/from\s+["']@sluice\/(?!client["'])/.test(s.code);
 
+/**
+ * The tsconfig.json the Cloudflare quick starts tell users to write (the root README's and
+ * packages/cloudflare's, which must be the same): the Workers blocks compile with its options.
+ */
+function workersTsconfig(): { options: ts.CompilerOptions; sources: string[] } {
+  const found = ["README.md", "packages/cloudflare/README.md"].map((readme) => {
+    const blocks = fences(readFileSync(join(rootDir, readme), "utf8")).filter((b) => b.language === "json" && b.code.includes('"@cloudflare/workers-types"'));
+    expect(blocks, `${readme}: one tsconfig.json block naming @cloudflare/workers-types`).toHaveLength(1);
+    return { readme, code: (blocks[0] as { code: string }).code };
+  });
+  expect(new Set(found.map((f) => f.code)).size, "the two READMEs give the same tsconfig.json").toBe(1);
+  const json = JSON.parse((found[0] as { code: string }).code) as { compilerOptions: object };
+  const { options, errors } = ts.convertCompilerOptionsFromJson(json.compilerOptions, project);
+  expect(errors.map((e) => ts.flattenDiagnosticMessageText(e.messageText, "\n"))).toEqual([]);
+  return { options, sources: found.map((f) => f.readme) };
+}
+
 const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
   ["Node.js (ES2022 + DOM + @types/node)", (s) => s.environment === "node", { lib: ["lib.es2022.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"], types: ["node"] }],
   ["@sluice/client on Node.js without the DOM library", (s) => s.environment === "node" && clientOnly(s), { lib: ["lib.es2022.d.ts"], types: ["node"] }],
-  ["Workers (ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", { lib: ["lib.es2022.d.ts"], types: ["@cloudflare/workers-types"] }],
+  ["Workers (the quick start's tsconfig.json: ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", {}],
 ];
 
 function compile(files: Snippet[], options: ts.CompilerOptions): string[] {
@@ -175,7 +192,15 @@ describe("README TypeScript blocks", () => {
       it(`compile under ${moduleName}: ${environmentName}`, () => {
         const files = checked.filter(belongs);
         expect(files.length).toBeGreaterThan(0);
-        expect(compile(files, { ...moduleOptions, ...environmentOptions })).toEqual([]);
+        // Workers: the README's tsconfig.json as written (bundler), or with module nodenext
+        const options = environmentName.startsWith("Workers")
+          ? { skipLibCheck: false, ...workersTsconfig().options, ...(moduleName === "nodenext" ? moduleOptions : {}) }
+          : { ...moduleOptions, ...environmentOptions };
+        if (environmentName.startsWith("Workers")) {
+          expect(options.types).toEqual(["@cloudflare/workers-types"]);
+          expect(options.moduleResolution).toBe(moduleName === "nodenext" ? ts.ModuleResolutionKind.NodeNext : ts.ModuleResolutionKind.Bundler);
+        }
+        expect(compile(files, options)).toEqual([]);
       });
     }
   }
