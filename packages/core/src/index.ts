@@ -32,6 +32,7 @@ export {
   DEFAULT_TIMEOUT_MS,
   type RateLimiterOptions,
   type LimitOptions,
+  type RefundOptions,
   type LimiterMode,
   type StoreErrorMode,
 } from "./limiter.js";
@@ -73,6 +74,7 @@ export {
   type Pipeline,
   type PipelineOptions,
   type PipelineCommonOptions,
+  type DecisionInfo,
   type PipelineLimiterOptions,
   type PipelineTieredOptions,
   type TierSettings,

@@ -109,6 +109,46 @@ export interface PipelineCommonOptions<Args extends unknown[]> {
    * ```
    */
   dryRunHeaders?: boolean;
+  /**
+   * Called once for every request that got a decision (never for a skipped one), right after the
+   * decision and before the response is built: for logs and metrics. It gets the decision and a
+   * {@link DecisionInfo} (`keyHash`, `tier`, `route`) — never the key itself. It cannot break the
+   * request: what it throws, or a promise it returns that rejects, is swallowed, and the request
+   * never waits for it. The same function fits every adapter (`instrumentDecisions()` from
+   * `@sluice/otel` is one).
+   * @default undefined
+   * @example
+   * ```ts
+   * createGuard({
+   *   limiter,
+   *   trust: "cloudflare",
+   *   onDecision: (decision, { keyHash, tier, route }) =>
+   *     console.log(JSON.stringify({ route, keyHash, tier, allowed: decision.allowed, reason: decision.reason, policy: decision.policy })),
+   * });
+   * // {"route":"GET /api/hello","keyHash":"9xkbI8NXV1w3kM4h","allowed":true,"reason":"ok","policy":"100-per-1m"}
+   * ```
+   */
+  onDecision?: (decision: Decision, info: DecisionInfo) => void;
+}
+
+/**
+ * What {@link PipelineCommonOptions.onDecision} learns about a decided request besides the
+ * decision. `keyHash` and `route` are computed when first read, so a callback that does not read
+ * them costs nothing for them.
+ */
+export interface DecisionInfo {
+  /**
+   * A short, non-reversible hash of the request's storage key (prefix, tier and key): 16 base64
+   * characters, the first 12 bytes of SHA-256 — the `pk` of the IETF headers without its colons,
+   * hashed with the `partitionKey` salt when there is one. The same client gives the same hash, so
+   * logs can be grouped by client without holding its API key or address; with a salt, a guessed
+   * key (an IP address, say) cannot be confirmed from it.
+   */
+  readonly keyHash: string;
+  /** The tier (plan) that decided, with `tiers`; `undefined` with a plain `limiter`. */
+  readonly tier: string | undefined;
+  /** The request's method and URL path, e.g. `"GET /api/hello"` (no query string: it may hold secrets). */
+  readonly route: string;
 }
 
 /** Over one limiter. */
@@ -302,6 +342,35 @@ function hasWork(pending: Promise<void>): boolean {
   return pending !== noWork;
 }
 
+/** Calls `onDecision`; nothing it throws or rejects with reaches the request. */
+function report(onDecision: (decision: Decision, info: DecisionInfo) => void, decision: Decision, info: DecisionInfo): void {
+  try {
+    const done: unknown = onDecision(decision, info);
+    if (typeof (done as { then?: unknown } | undefined)?.then === "function") (done as Promise<unknown>).then(undefined, () => {});
+  } catch {
+    // a failing logger must not turn a decision into an exception
+  }
+}
+
+/** The {@link DecisionInfo} of one request; `keyHash` and `route` are computed at their first read. */
+function decisionInfo(request: () => Request, limiter: RateLimiter, key: string, salt: string | undefined): DecisionInfo {
+  let keyHash: string | undefined;
+  let route: string | undefined;
+  return {
+    get keyHash() {
+      return (keyHash ??= partitionKeyOf(storageKey(limiter, key), salt).slice(1, -1));
+    },
+    tier: limiter.tier,
+    get route() {
+      if (route === undefined) {
+        const r = request();
+        route = `${r.method} ${new URL(r.url).pathname}`;
+      }
+      return route;
+    },
+  };
+}
+
 /** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
 export const describeValue: (value: unknown) => string = describe;
 
@@ -330,7 +399,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
     throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
   }
-  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick } = config;
+  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
 
   async function check(...args: Args): Promise<Outcome> {
@@ -349,6 +418,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     // the limiter's deny cache may answer without a store round trip (reason "cached-deny"); a
     // dry-run limiter marks its decisions (dryRun: true), which this pipeline then lets through
     const decision = await target.limiter.limit(key, limitOptions);
+    if (onDecision !== undefined) report(onDecision, decision, decisionInfo(() => platform.request(...args), target.limiter, key, pkSalt));
     if (hasWork(decision.pending)) {
       const handOff = platform.waitUntil?.(...args);
       if (handOff === undefined) await decision.pending;
@@ -419,6 +489,7 @@ interface Config<Args extends unknown[]> {
   /** Whether a dry-run decision writes the rate-limit headers. */
   dryRunHeaders: boolean;
   pick: (args: Args, key: string) => Target | Promise<Target>;
+  onDecision: ((decision: Decision, info: DecisionInfo) => void) | undefined;
 }
 
 function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
@@ -429,6 +500,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   const keyOf = keyFunction(options, platform);
   requireFunction(skip, "skip", true);
   requireFunction(onLimited, "onLimited", true);
+  requireFunction(options.onDecision, "onDecision", true);
   if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
     throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
   }
@@ -447,7 +519,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   } else {
     throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
   }
-  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick };
+  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision: options.onDecision };
 }
 
 /** `key`, or the client address with `trust`. */
