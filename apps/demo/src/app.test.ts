@@ -94,25 +94,43 @@ describe("GET /api/* by plan", () => {
     for (let i = 0; i < 50; i++) expect((await get("/api/quote", { "x-api-key": "pro-demo-key" })).status).toBe(200);
     expect((await get("/api/quote", { "x-api-key": "pro-demo-key" })).status).toBe(429);
 
-    const res = await get("/api/whoami", { "x-api-key": "enterprise-demo-key" });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("ratelimit-policy")).toBe('"burst";q=200;w=4, "per-minute";q=3000;w=60, "per-day";q=500000;w=86400');
-    expect(await res.json()).toEqual({
-      client: "key:enterprise-demo-key",
-      owner: "Initech (enterprise plan)",
-      tier: "enterprise",
-      rateLimit: {
-        policy: "burst",
-        limit: 200,
-        remaining: 199,
-        resetAt: "2023-11-14T22:14:00.020Z",
-        policies: {
-          burst: { limit: 200, remaining: 199 },
-          "per-minute": { limit: 3000, remaining: 2999 },
-          "per-day": { limit: 500000, remaining: 499999 },
+    await get("/api/quote", { "x-api-key": "enterprise-demo-key" });
+    // whoami peeks: the same answer twice, and nothing spent
+    for (let i = 0; i < 2; i++) {
+      const res = await get("/api/whoami", { "x-api-key": "enterprise-demo-key" });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit-policy")).toBe('"burst";q=200;w=4, "per-minute";q=3000;w=60, "per-day";q=500000;w=86400');
+      expect(res.headers.get("x-ratelimit-remaining")).toBe("199");
+      expect(await res.json()).toEqual({
+        client: "key:enterprise-demo-key",
+        owner: "Initech (enterprise plan)",
+        tier: "enterprise",
+        rateLimit: {
+          policy: "burst",
+          limit: 200,
+          remaining: 199,
+          resetAt: "2023-11-14T22:14:00.020Z",
+          policies: {
+            burst: { limit: 200, remaining: 199 },
+            "per-minute": { limit: 3000, remaining: 2999 },
+            "per-day": { limit: 500000, remaining: 499999 },
+          },
         },
-      },
-    });
+      });
+    }
+  });
+
+  it("GET /api/whoami spends nothing: the free burst is still ten calls after it, and it reports the 429 state", async () => {
+    const { get } = setup();
+    const key = { "x-api-key": "free-demo-key" };
+    expect((await get("/api/whoami", key)).headers.get("x-ratelimit-remaining")).toBe("10");
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await get("/api/quote", key)).status);
+    expect(statuses).toEqual([...Array(10).fill(200), 429]);
+    const who = await get("/api/whoami", key);
+    expect(who.status).toBe(200);
+    expect(who.headers.get("x-ratelimit-remaining")).toBe("0");
+    expect(((await who.json()) as { rateLimit: { remaining: number } }).rateLimit.remaining).toBe(0);
   });
 
   it("callers without a key are limited by address as free, each address on its own", async () => {
@@ -121,7 +139,7 @@ describe("GET /api/* by plan", () => {
     const b = client(app, "198.51.100.8");
     const who = await a.get("/api/whoami");
     expect((await who.json()).client).toBe("ip:198.51.100.7");
-    for (let i = 0; i < 9; i++) expect((await a.get("/api/quote")).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await a.get("/api/quote")).status).toBe(200);
     expect((await a.get("/api/quote")).status).toBe(429);
     expect((await b.get("/api/quote")).status).toBe(200);
     // a key is a separate client even from the same address

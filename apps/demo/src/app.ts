@@ -3,7 +3,8 @@
  *
  * - `GET /health` is never limited.
  * - `GET /api/*` is limited per API key (`x-api-key`) by the key's plan, or per client address as
- *   `free` when there is no key. An API key that is not in the table gets 401.
+ *   `free` when there is no key. An API key that is not in the table gets 401. `GET /api/whoami`
+ *   shows the caller's quota without spending it (a peek).
  * - `POST /auth/login` allows 5 attempts per 5 minutes per address and fails closed.
  *
  * `createApp()` builds the app without listening, so tests can inject the store or its clock and
@@ -13,6 +14,7 @@
  */
 import { getConnInfo } from "@hono/node-server/conninfo";
 import {
+  DEFAULT_HEADER_STYLES,
   type Decision,
   MemoryStore,
   type Policy,
@@ -20,6 +22,7 @@ import {
   type Store,
   fixedWindow,
   normalizeIp,
+  setRateLimitHeaders,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -58,6 +61,9 @@ export function planLimits(tier: Tier): Policy[] {
     fixedWindow({ limit: perDay, window: "1d", name: "per-day" }),
   ];
 }
+
+/** The namespace prefix of the `/api` limiters (each plan counts in `{ prefix, tier }`). */
+export const API_PREFIX = "demo-api";
 
 /** Login attempts per client address: 5 per 5 minutes. */
 export const LOGIN_LIMIT = slidingLog({ limit: 5, window: "5m", name: "login" });
@@ -103,6 +109,21 @@ export function clientAddress(c: Context): string {
 export function apiClientKey(c: Context): string {
   const apiKey = c.req.header("x-api-key");
   return apiKey === undefined ? clientAddress(c) : `key:${apiKey}`;
+}
+
+/**
+ * The plan of a rate-limit key: `free` for an address, else the API key's plan. An unknown API key
+ * throws the 401, so nothing is consumed (or cached) for it.
+ */
+export async function tierOf(key: string): Promise<Tier> {
+  if (key.startsWith("ip:")) return "free";
+  const account = await findAccount(key.slice("key:".length));
+  if (account === undefined) {
+    throw new HTTPException(401, {
+      res: problem(401, "Unauthorized", "Unknown API key. Send one of the demo keys in x-api-key, or none to be limited by address."),
+    });
+  }
+  return account.tier;
 }
 
 function problem(status: number, title: string, detail: string): Response {
@@ -158,39 +179,41 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
 
   app.get("/health", (c) => c.json({ status: "ok" }));
 
+  const tiers = { free: planLimits("free"), pro: planLimits("pro"), enterprise: planLimits("enterprise") };
   app.use(
     "/api/*",
     rateLimiter({
       store,
-      prefix: "demo-api",
-      tiers: { free: planLimits("free"), pro: planLimits("pro"), enterprise: planLimits("enterprise") },
+      prefix: API_PREFIX,
+      tiers,
       key: apiClientKey,
       // Callers without a key are limited as free by address. An API key is looked up in the
       // "database"; the middleware caches the answer per key for 5 minutes. An unknown key is
       // rejected with 401 here: the lookup throws, so nothing is cached or consumed for it.
-      tier: async (_c, key) => {
-        if (key.startsWith("ip:")) return "free";
-        const account = await findAccount(key.slice("key:".length));
-        if (account === undefined) {
-          throw new HTTPException(401, {
-            res: problem(401, "Unauthorized", "Unknown API key. Send one of the demo keys in x-api-key, or none to be limited by address."),
-          });
-        }
-        return account.tier;
-      },
+      tier: (_c, key) => tierOf(key),
       cost: (c) => ROUTE_COSTS[c.req.path] ?? 1,
+      // whoami only looks: it peeks below instead of spending a request
+      skip: (c) => c.req.path === "/api/whoami",
     }),
   );
 
+  // One limiter per plan over the same store, prefix and tier namespace as the middleware's: the
+  // same counters, read without consuming.
+  const planLimiters: Record<Tier, RateLimiter> = {
+    free: new RateLimiter({ store, prefix: API_PREFIX, tier: "free", limits: tiers.free }),
+    pro: new RateLimiter({ store, prefix: API_PREFIX, tier: "pro", limits: tiers.pro }),
+    enterprise: new RateLimiter({ store, prefix: API_PREFIX, tier: "enterprise", limits: tiers.enterprise }),
+  };
+
   app.get("/api/whoami", async (c) => {
+    const key = apiClientKey(c);
+    const tier = await tierOf(key); // the 401 for an unknown key
+    const limiter = planLimiters[tier];
+    const decision = await limiter.peek(key);
+    setRateLimitHeaders({ set: (name, value) => c.header(name, value) }, decision, DEFAULT_HEADER_STYLES, limiter.policies);
     const apiKey = c.req.header("x-api-key");
     const account = apiKey === undefined ? undefined : await findAccount(apiKey);
-    return c.json({
-      client: apiClientKey(c),
-      owner: account?.owner ?? null,
-      tier: account?.tier ?? "free",
-      rateLimit: summary(decisionOf(c)),
-    });
+    return c.json({ client: key, owner: account?.owner ?? null, tier, rateLimit: summary(decision) });
   });
 
   app.get("/api/quote", (c) => {

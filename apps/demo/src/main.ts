@@ -46,7 +46,7 @@ Try:
   # never limited
   curl -s ${url}/health
 
-  # an allowed call, with its rate-limit headers
+  # who you are and what is left of your quota, with the rate-limit headers (a peek: spends nothing)
   curl -i -H "x-api-key: ${free}" ${url}/api/whoami
 
   # the free plan's burst is 10: ten calls in a row pass, the 11th gets 429

@@ -2,55 +2,27 @@
  * End to end: starts the real demo process (`node --conditions=@sluice/source --import tsx
  * src/main.ts`, exactly what `pnpm start` runs) on a free port and drives it over HTTP.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DemoProcess, startDemo } from "./demo-process.js";
 
-const demoDir = fileURLToPath(new URL("..", import.meta.url));
 const PROBLEM_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 const PROBLEM_TITLE = "Request cannot be satisfied as assigned quota has been exceeded";
 
-let child: ChildProcess;
+let demo: DemoProcess | undefined;
 let output = "";
 let base = "";
 
-function start(): Promise<string> {
-  child = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", "src/main.ts"], {
-    cwd: demoDir,
-    // PORT=0: the OS picks a free port; the demo prints the URL it listens on
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the demo did not start within 15 s; output:\n${output}`)), 15_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1] as string);
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`the demo exited early (code ${code}, signal ${signal}); output:\n${output}`));
-    });
-  });
-}
-
 beforeAll(async () => {
-  base = await start();
+  demo = await startDemo();
+  base = demo.base;
+  output = demo.output();
 });
 
 afterAll(async () => {
-  if (child === undefined || child.exitCode !== null) return;
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  child.kill("SIGTERM");
+  if (demo === undefined) return;
   // SIGTERM stops the server cleanly: exit code 0
-  expect(await exited).toBe(0);
-  expect(output).toContain("SIGTERM: stopping");
+  expect(await demo.stop()).toBe(0);
+  expect(demo.output()).toContain("SIGTERM: stopping");
 });
 
 const api = (path: string, apiKey?: string) => fetch(`${base}${path}`, { headers: apiKey === undefined ? {} : { "x-api-key": apiKey } });
@@ -122,14 +94,15 @@ describe("the demo process", () => {
     const body = (await who.json()) as { client: string; tier: string; rateLimit: { policies: Record<string, { remaining: number }> } };
     expect(body.client).toBe("key:pro-demo-key");
     expect(body.tier).toBe("pro");
-    expect(body.rateLimit.policies["per-day"]?.remaining).toBe(50_000 - 31);
+    // whoami peeks: the 30 quotes spent, whoami itself nothing
+    expect(body.rateLimit.policies["per-day"]?.remaining).toBe(50_000 - 30);
   });
 
   it("no key: limited by address as free", async () => {
     const who = await api("/api/whoami");
     expect(who.status).toBe(200);
     expect(await who.json()).toMatchObject({ client: "ip:127.0.0.1", owner: null, tier: "free" });
-    for (let i = 0; i < 9; i++) {
+    for (let i = 0; i < 10; i++) {
       const res = await api("/api/quote");
       expect(res.status).toBe(200);
       await res.arrayBuffer();

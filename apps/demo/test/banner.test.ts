@@ -1,0 +1,110 @@
+/**
+ * The startup banner keeps its promises: every command it prints under "Try:" is run as a user
+ * pasting them in order would — by bash, with curl, against the real demo process — and each
+ * group's output is what the comment above it says.
+ */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DemoProcess, startDemo } from "./demo-process.js";
+
+const run = promisify(execFile);
+
+let demo: DemoProcess | undefined;
+
+beforeAll(async () => {
+  demo = await startDemo();
+});
+
+afterAll(async () => {
+  expect(await demo?.stop()).toBe(0);
+});
+
+interface Group {
+  comment: string;
+  commands: string[];
+}
+
+/** The "Try:" section of the banner: each `# comment` and the commands under it, in order. */
+function groups(banner: string): Group[] {
+  const start = banner.indexOf("\nTry:\n");
+  const end = banner.indexOf("\nPress Ctrl+C to stop.");
+  expect(start).toBeGreaterThan(0);
+  expect(end).toBeGreaterThan(start);
+  const out: Group[] = [];
+  for (const raw of banner.slice(start + "\nTry:\n".length, end).split("\n")) {
+    const line = raw.trim();
+    if (line === "") continue;
+    if (line.startsWith("# ")) out.push({ comment: line.slice(2), commands: [] });
+    else out.at(-1)?.commands.push(line);
+  }
+  return out;
+}
+
+/** Runs one pasted line in bash, as a terminal would (no proxy between curl and the demo). */
+async function paste(command: string): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(https?|all|no)_proxy$/i.test(name)));
+  const { stdout } = await run("bash", ["-c", command], { env, timeout: 15_000 });
+  return stdout;
+}
+
+/** `curl -i` output: the status line, the headers (names in lower case) and the body. */
+function response(text: string): { status: string; headers: Record<string, string>; body: string } {
+  const [head = "", body = ""] = text.split(/\r?\n\r?\n/, 2);
+  const [status = "", ...lines] = head.split(/\r?\n/);
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+  return { status, headers, body };
+}
+
+describe("the banner's commands, pasted in order", () => {
+  it("do what the banner says", async () => {
+    const banner = demo?.output() ?? "";
+    const base = demo?.base ?? "";
+    const tried = groups(banner);
+    // what it promises, in its own words
+    expect(tried.map((g) => g.comment)).toEqual([
+      "never limited",
+      "who you are and what is left of your quota, with the rate-limit headers (a peek: spends nothing)",
+      "the free plan's burst is 10: ten calls in a row pass, the 11th gets 429",
+      "an unknown key gets 401",
+      "login allows 5 attempts per 5 minutes per address: the 6th gets 429 with Retry-After",
+    ]);
+    for (const group of tried) for (const command of group.commands) expect(command).toContain(base);
+
+    const outputs: string[][] = [];
+    for (const group of tried) {
+      const seen: string[] = [];
+      for (const command of group.commands) seen.push(await paste(command));
+      outputs.push(seen);
+    }
+    const [health, whoami, burst, unknown, login] = outputs as [string[], string[], string[], string[], string[]];
+
+    expect(health).toEqual(['{"status":"ok"}']);
+
+    // whoami: 200 with the free plan's headers, the whole burst still there
+    const who = response(whoami[0] ?? "");
+    expect(who.status).toMatch(/^HTTP\/1\.1 200/);
+    expect(who.headers["ratelimit-policy"]).toBe('"burst";q=10;w=20, "per-minute";q=30;w=60, "per-day";q=1000;w=86400');
+    expect(who.headers["x-ratelimit-remaining"]).toBe("10");
+    expect(JSON.parse(who.body)).toMatchObject({ client: "key:free-demo-key", tier: "free", rateLimit: { remaining: 10 } });
+
+    // ten in a row pass, the 11th is the 429
+    expect(burst).toHaveLength(2);
+    expect(burst[0]).toBe(`${Array(10).fill("200").join(" ")} \n`);
+    const eleventh = response(burst[1] ?? "");
+    expect(eleventh.status).toMatch(/^HTTP\/1\.1 429/);
+    expect(eleventh.headers["content-type"]).toBe("application/problem+json");
+    expect(eleventh.headers["x-ratelimit-remaining"]).toBe("0");
+    expect(Number(eleventh.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(eleventh.body)).toMatchObject({ status: 429, "violated-policies": ["burst"] });
+
+    expect(response(unknown[0] ?? "").status).toMatch(/^HTTP\/1\.1 401/);
+
+    // five attempts (wrong password: 401), then the 6th is a 429 even with the right one
+    expect(login).toHaveLength(2);
+    expect(login[0]).toBe(`${Array(5).fill("401").join(" ")} \n`);
+    const sixth = response(login[1] ?? "");
+    expect(sixth.status).toMatch(/^HTTP\/1\.1 429/);
+    expect(Number(sixth.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+  });
+});
