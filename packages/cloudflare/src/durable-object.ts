@@ -23,10 +23,11 @@
  * @module
  */
 import { type Policy, SluiceInputError, type StoreResult } from "@sluice/core";
-import { type StoredState, assertKey, assertNamespace, assertPrefixAndTier, decideState, peekState, storageKey } from "@sluice/core/store";
+import { type StoredState, assertKey, assertNamespace, assertPrefixAndTier, decideState, peekState, refundState, storageKey } from "@sluice/core/store";
 import { DurableObject } from "cloudflare:workers";
 import {
   type ConsumeCall,
+  type RefundCall,
   type DecisionReply,
   type LimiterCall,
   type ResetCall,
@@ -139,6 +140,23 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     return refusing(() => this.#decide(call, 0));
   }
 
+  /**
+   * Gives `cost` units back to every policy for a request charged at `chargedAtMs` (absent: the
+   * latest), never above the quota (core's `refundState`); answers the state afterwards.
+   */
+  refund(call: RefundCall): DecisionReply {
+    return refusing(() => {
+      const { cost, chargedAtMs } = (call ?? {}) as Partial<RefundCall>;
+      if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
+        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
+      }
+      if (chargedAtMs !== undefined && (typeof chargedAtMs !== "number" || !Number.isSafeInteger(chargedAtMs) || chargedAtMs < 0)) {
+        throw new SluiceInputError(`[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got ${String(chargedAtMs)}`);
+      }
+      return this.#decide(call, cost, chargedAtMs ?? -1);
+    });
+  }
+
   /** Forgets every policy's state of the key in the namespace. */
   reset(call: ResetCall): ResetReply {
     return refusing(() => {
@@ -181,8 +199,8 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     return storageKey(namespace, call.key);
   }
 
-  /** One decision; `cost` 0 means peek. Synchronous from the read to the write. */
-  #decide(call: LimiterCall, cost: number): StoreResult {
+  /** One decision; `cost` 0 means peek; a `chargedAtMs` (-1: the latest charge) means a refund. Synchronous from the read to the write. */
+  #decide(call: LimiterCall, cost: number, chargedAtMs?: number): StoreResult {
     if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
     const policies = this.#policies(call.policies);
     const id = this.#identifier(call, policies);
@@ -190,7 +208,12 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     const nowUs = this.#nowUs(call.nowMs);
     this.#ensureTable();
     const row = this.#read(id);
-    const decided = cost === 0 ? peekState(policies, row?.state, nowUs) : decideState(policies, row?.state, nowUs, cost);
+    const decided =
+      cost === 0
+        ? peekState(policies, row?.state, nowUs)
+        : chargedAtMs !== undefined
+          ? refundState(policies, row?.state, nowUs, cost, chargedAtMs < 0 ? undefined : chargedAtMs)
+          : decideState(policies, row?.state, nowUs, cost);
     if (decided.state !== undefined) this.#write(id, decided.state, decided.expiresAtUs, nowUs, testNow);
     else if (row !== null && decided.expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
     return { now: Math.floor(nowUs / 1000), policies: decided.policies };

@@ -52,6 +52,12 @@ export interface ConsumeCall extends LimiterCall {
   cost: number;
 }
 
+/** A `refund` call: `cost` units back to every policy, for a request charged at `chargedAtMs` (absent: the latest). */
+export interface RefundCall extends LimiterCall {
+  cost: number;
+  chargedAtMs?: number;
+}
+
 /** A `reset` call: forget the key in the namespace. */
 export interface ResetCall {
   prefix: string;
@@ -67,7 +73,7 @@ export interface Refusal {
   error: { name: RefusalName; message: string };
 }
 
-/** The object's answer to `consume` or `peek`. */
+/** The object's answer to `consume`, `peek` or `refund`. */
 export type DecisionReply = StoreResult | Refusal;
 
 /** The object's answer to `reset`: nothing, or a refusal. */

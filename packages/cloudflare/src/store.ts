@@ -8,6 +8,7 @@ import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/c
 import { type BoundStore, type Store, type StoreNamespace, type StoreResult, assertNamespace } from "@sluice/core/store";
 import {
   type ConsumeCall,
+  type RefundCall,
   type DecisionReply,
   type LimiterCall,
   type ResetCall,
@@ -27,6 +28,7 @@ import {
 export interface SluiceLimiterStub {
   consume(call: ConsumeCall): Promise<DecisionReply>;
   peek(call: LimiterCall): Promise<DecisionReply>;
+  refund(call: RefundCall): Promise<DecisionReply>;
   reset(call: ResetCall): Promise<ResetReply>;
 }
 
@@ -192,6 +194,18 @@ class DurableObjectBinding implements BoundStore {
       reply = await this.#store.stub(this.#namespace, key).peek(this.#call(key));
     } catch (error) {
       throw failure("peek", error);
+    }
+    return decisionFromReply(reply, this.#namespace.policies);
+  }
+
+  async refund(key: string, cost: number, chargedAt: number | undefined): Promise<StoreResult> {
+    const call: RefundCall = { ...this.#call(key), cost };
+    if (chargedAt !== undefined) call.chargedAtMs = chargedAt;
+    let reply: DecisionReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).refund(call);
+    } catch (error) {
+      throw failure("refund", error);
     }
     return decisionFromReply(reply, this.#namespace.policies);
   }

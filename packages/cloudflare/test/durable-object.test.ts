@@ -243,7 +243,7 @@ describe("the object validates what it is sent", () => {
     });
     expect(await raw("consume", { ...good, key: "ok", cost: 4 })).toEqual({
       now: T0,
-      policies: [{ policy: "w", allowed: false, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: Infinity, delayMs: 0 }],
+      policies: [{ policy: "w", allowed: false, limit: 3, remaining: 2, resetAt: T0 + 60_000, retryAfterMs: Infinity, delayMs: 0, refillAt: T0 + 60_000 }],
     });
   });
 });

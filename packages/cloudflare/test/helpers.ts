@@ -130,7 +130,7 @@ export class WorkerStore implements Store {
 
   bind(namespace: StoreNamespace): BoundStore {
     const policies = namespace.policies.map(specOf);
-    const call = <T>(op: string, key: string, cost?: number) =>
+    const call = <T>(op: string, key: string, cost?: number, chargedAt?: number) =>
       post<T>(new URL("/store", this.baseUrl).toString(), {
         op,
         prefix: namespace.prefix,
@@ -138,12 +138,14 @@ export class WorkerStore implements Store {
         policies,
         key,
         cost,
+        chargedAt,
         nowMs: this.options.clock?.(),
         shards: this.options.shards,
       });
     return {
       consume: (key, cost) => call<StoreResult>("consume", key, cost),
       peek: (key) => call<StoreResult>("peek", key),
+      refund: (key, cost, chargedAt) => call<StoreResult>("refund", key, cost, chargedAt),
       reset: async (key) => {
         await call<null>("reset", key);
       },

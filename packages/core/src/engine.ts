@@ -419,3 +419,100 @@ export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj:
     }
   }
 }
+
+/**
+ * Gives `cost` units back to one policy, for a request charged at `chargedAtUs` (-1: the latest
+ * charge), never more than the state holds and never above the quota: a fixed window only within
+ * the window it was charged in; a sliding window in that window (the current or the previous one);
+ * a sliding log from that request's entry (the newest entries first); the buckets at most back to
+ * full. Returns whether the state changed.
+ */
+export function refundPolicy(
+  policy: Policy,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+  cost: number,
+  chargedAtUs: number,
+): boolean {
+  const at = chargedAtUs < 0 ? nowUs : chargedAtUs;
+  switch (policy.kind) {
+    case "fixedWindow": {
+      const idx = Math.floor(Math.floor(at / 1000) / policy.windowMs);
+      const count = num[off + 1] as number;
+      if (num[off] !== idx || count <= 0) return false;
+      num[off + 1] = Math.max(0, count - cost);
+      return true;
+    }
+    case "slidingWindow": {
+      const idx = Math.floor(Math.floor(at / 1000) / policy.windowMs);
+      const stored = num[off] as number;
+      // [window index, previous count, current count]: the charge sits in the current count of its
+      // window, or in the previous count once the next window has begun
+      const slot = stored === idx ? off + 2 : stored === idx + 1 ? off + 1 : -1;
+      if (slot < 0 || (num[slot] as number) <= 0) return false;
+      num[slot] = Math.max(0, (num[slot] as number) - cost);
+      return true;
+    }
+    case "slidingLog": {
+      const entries = obj[oOff] as number[] | undefined;
+      if (entries === undefined) return false;
+      const cutoff = nowUs - policy.windowMs * 1000;
+      const atMs = chargedAtUs < 0 ? -1 : Math.floor(chargedAtUs / 1000);
+      let left = cost;
+      let changed = false;
+      for (let i = entries.length - 2; i >= 0 && left > 0; i -= 2) {
+        const time = entries[i] as number;
+        if (time <= cutoff) break;
+        if (atMs >= 0 && Math.floor(time / 1000) !== atMs) continue;
+        const take = Math.min(left, entries[i + 1] as number);
+        entries[i + 1] = (entries[i + 1] as number) - take;
+        num[off] = (num[off] as number) - take;
+        left -= take;
+        changed = true;
+      }
+      if (!changed) return false;
+      // drop the emptied entries, keeping the order
+      let w = 0;
+      for (let r = 0; r < entries.length; r += 2) {
+        if ((entries[r + 1] as number) > 0) {
+          entries[w] = entries[r] as number;
+          entries[w + 1] = entries[r + 1] as number;
+          w += 2;
+        }
+      }
+      entries.length = w;
+      if (w === 0) obj[oOff] = undefined;
+      return true;
+    }
+    case "tokenBucket":
+    case "leakyBucket": {
+      const tat = num[off] as number;
+      if (tat <= nowUs) return false;
+      num[off] = Math.max(nowUs, tat - cost * policy.emissionIntervalUs);
+      return true;
+    }
+  }
+}
+
+/** {@link refundPolicy} for every policy of a key; returns whether any state changed. */
+export function refundAll(
+  layout: Layout,
+  num: Float64Array,
+  base: number,
+  obj: unknown[],
+  oBase: number,
+  nowUs: number,
+  cost: number,
+  chargedAtUs: number,
+): boolean {
+  let changed = false;
+  for (let i = 0; i < layout.policies.length; i++) {
+    const off = base + (layout.numOffsets[i] as number);
+    const oOff = oBase + (layout.objOffsets[i] as number);
+    if (refundPolicy(layout.policies[i] as Policy, num, off, obj, oOff, nowUs, cost, chargedAtUs)) changed = true;
+  }
+  return changed;
+}

@@ -106,6 +106,17 @@ export interface LimitOptions {
   cost?: number;
 }
 
+/** Options of {@link RateLimiter.refund}. */
+export interface RefundOptions {
+  /**
+   * Units to give back: a positive safe integer. Default: all the units `decision` charged, or 1
+   * without a decision.
+   */
+  cost?: number;
+  /** The decision `limit()` returned for the request: caps the refund at what it charged, in the window it was charged in. */
+  decision?: Decision;
+}
+
 /** A resolved promise shared by every decision that has no background work. */
 const NO_PENDING: Promise<void> = Promise.resolve();
 /** `retryAfterMs` of a fail-closed decision (`onStoreError: "deny"`): ask clients to come back in a second. */
@@ -226,6 +237,8 @@ export class RateLimiter {
   readonly #denials: DenyCache | undefined;
   readonly #namespace: StoreNamespace;
   readonly #bound: BoundStore;
+  /** Units each allowed decision charged and may still give back through `refund`. */
+  readonly #charged = new WeakMap<Decision, number>();
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
   #fallback: BoundStore | undefined;
 
@@ -310,7 +323,57 @@ export class RateLimiter {
     }
     const decision = toDecision(result);
     if (remote && denials !== undefined && !decision.allowed) denials.remember(key, cost, decision, sentAt, denials.now());
+    else if (decision.allowed) this.#charged.set(decision, cost);
     return this.#marked(decision);
+  }
+
+  /**
+   * Gives units back to every policy that charged them, atomically, in one round trip: for a
+   * request that should not count after all (a successful login, a response served from cache).
+   * Never more than was charged, never above a policy's quota: a fixed window only within the
+   * window the request was charged in, a sliding window in that window, a sliding log from that
+   * request's entry, a bucket at most back to full.
+   *
+   * With `decision` (the one `limit()` returned), at most the units that decision charged are given
+   * back, over any number of calls, and only to the window it was charged in; a decision that
+   * charged nothing (a denial, a cached denial, an answer of the fallback store) refunds nothing.
+   * Without it, `cost` units go back to the key's latest charges. Clears the key's cached denial.
+   * Resolves to the key's state afterwards (as `peek` does); rejects if the store fails (a refund
+   * that did not happen must not look done) or with `SluiceInputError` for a bad key or cost.
+   *
+   * @example
+   * ```ts
+   * const decision = await limiter.limit(`login:${ip}`);
+   * if (decision.allowed && (await checkPassword(user, password))) {
+   *   await limiter.refund(`login:${ip}`, { decision }); // only failed attempts count
+   * }
+   * ```
+   */
+  async refund(key: string, options?: RefundOptions): Promise<Decision> {
+    assertKey(key);
+    const decision = options?.decision;
+    let cost = decision !== undefined && options?.cost === undefined ? Number.MAX_SAFE_INTEGER : costOf(options);
+    let chargedAt: number | undefined;
+    if (decision !== undefined) {
+      if (typeof decision !== "object" || decision === null || typeof decision.now !== "number") {
+        throw new SluiceInputError(`refund: decision must be a Decision returned by limit(); got ${describe(decision)}`);
+      }
+      const left = this.#charged.get(decision) ?? 0;
+      if (left === 0) return this.peek(key);
+      cost = Math.min(cost, left);
+      this.#charged.set(decision, left - cost);
+      chargedAt = decision.now;
+    }
+    const refund = this.#bound.refund;
+    if (refund === undefined) {
+      throw new SluiceConfigError(`RateLimiter.refund: the store's bound namespace has no refund(key, cost, chargedAt) method`);
+    }
+    this.#forgetDenial(key);
+    let result = refund.call(this.#bound, key, cost, chargedAt);
+    if (isThenable(result)) result = await this.#withTimeout(result);
+    // a denial that arrived while the refund was on its way is older than the refund
+    this.#forgetDenial(key);
+    return this.#marked(toDecision(result));
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Policy } from "./algorithms.js";
-import { type Layout, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll } from "./engine.js";
+import { type Layout, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
@@ -376,5 +376,15 @@ class MemoryBinding implements BoundStore {
   reset(key: string): void {
     const slot = this.#table.map.get(key);
     if (slot !== undefined) this.#slots.remove(slot);
+  }
+
+  refund(key: string, cost: number, chargedAt: number | undefined): StoreResult {
+    const slot = this.#table.map.get(key);
+    if (slot !== undefined) {
+      const local = this.#slots.links[LINK_WIDTH * slot + LOCAL] as number;
+      const table = this.#table;
+      refundAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAt === undefined ? -1 : chargedAt * 1000);
+    }
+    return this.peek(key);
   }
 }

@@ -48,7 +48,7 @@
  * @module
  */
 import type { Policy } from "./algorithms.js";
-import { type Layout, NUM_WIDTH, consumeAll, expiresAtUs, layoutOf, peekAll } from "./engine.js";
+import { type Layout, NUM_WIDTH, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
 import type { PolicyResult } from "./types.js";
@@ -82,6 +82,8 @@ export {
   peekPolicy,
   consumeAll,
   peekAll,
+  refundPolicy,
+  refundAll,
   layoutOf,
   expiresAtUs,
   maxCost,
@@ -221,13 +223,18 @@ export function decideState(
     throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
   }
   const plan = planOf(policies);
-  const { layout, fields } = plan;
   const { num, obj } = load(plan, state, nowUs);
-  const results = consumeAll(layout, num, 0, obj, 0, nowUs, cost);
+  const results = consumeAll(plan.layout, num, 0, obj, 0, nowUs, cost);
   for (let i = 0; i < results.length; i++) {
     if (!(results[i] as PolicyResult).allowed) return { policies: results, state: undefined, expiresAtUs: latestExpiry(state) };
   }
-  // allowed: every policy consumed; carry the other limiters' live fields over
+  // allowed: every policy consumed
+  return { policies: results, ...written(plan, state, num, obj, nowUs) };
+}
+
+/** The state to store after the engine changed `num`/`obj`: this namespace's fields, the other limiters' live ones carried over. */
+function written(plan: Plan, state: StoredState | undefined, num: Float64Array, obj: unknown[], nowUs: number): { state: StoredState; expiresAtUs: number } {
+  const { layout, fields } = plan;
   const next: StoredState = {};
   let latest = 0;
   if (state !== undefined && state !== null && typeof state === "object") {
@@ -257,7 +264,37 @@ export function decideState(
     next[field] = value;
     if (at > latest) latest = at;
   }
-  return { policies: results, state: next, expiresAtUs: latest };
+  return { state: next, expiresAtUs: latest };
+}
+
+/**
+ * Gives `cost` units back to every policy, for a request charged at `chargedAtMs` (the decision's
+ * `now`; `undefined`: the latest charge): never more than the state holds, never above a policy's
+ * quota (see `refundPolicy`). Answers the state afterwards as {@link peekState} does, and the state
+ * to write (`undefined` when nothing changed). Pure, like {@link decideState}.
+ *
+ * @example
+ * ```ts
+ * const r = refundState(namespace.policies, row?.state, Date.now() * 1000, 1, decision.now);
+ * if (r.state !== undefined) await db.put(id, JSON.stringify(r.state), { expiresAtUs: r.expiresAtUs });
+ * ```
+ */
+export function refundState(
+  policies: readonly Policy[],
+  state: StoredState | undefined,
+  nowUs: number,
+  cost: number,
+  chargedAtMs: number | undefined,
+): StateDecision {
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+  }
+  const plan = planOf(policies);
+  const { num, obj } = load(plan, state, nowUs);
+  const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtMs === undefined ? -1 : chargedAtMs * 1000);
+  const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
+  if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
+  return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };
 }
 
 /**

@@ -107,6 +107,14 @@ export interface BoundStore {
   peek(key: string): MaybePromise<StoreResult>;
   /** Forgets every policy's state for `key`. */
   reset(key: string): MaybePromise<void>;
+  /**
+   * Gives `cost` units back to every policy of `key`, atomically, for a request the store charged
+   * at `chargedAt` (epoch ms by the store's clock, the decision's `now`; `undefined`: the latest
+   * charge), never more than the state holds and never above a policy's quota (see
+   * `refundPolicy` in `@sluice/core/store`). Answers the state afterwards, as `peek` does.
+   * Optional for stores written before refunds; `RateLimiter.refund` needs it.
+   */
+  refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult>;
 }
 
 /**

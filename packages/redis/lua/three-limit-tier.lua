@@ -5,17 +5,18 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 63f853f9154c13870f911d16a81ff6195fe880c7; below this header, the script byte for byte)
+-- (EVALSHA e16e83851a3bd5e71e1eb418ca08f5f8cd516c8a; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.
--- ARGV: cost; optionally the mode ('c' consume, 'p' peek) and now in µs (test stores only).
+-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
+-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = tonumber(ARGV[1])
 local now_us
-if ARGV[3] then
+if ARGV[3] and ARGV[3] ~= '' then
   now_us = tonumber(ARGV[3])
 else
   local time = redis.call('TIME')
@@ -119,7 +120,40 @@ local function tb3_decide(c)
   return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), -1, 0, next_unit_at(credit, 4000000, 200000)
 end
 
-if ARGV[2] == 'p' then
+if ARGV[2] == 'r' then
+  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek
+  local refund_cost = cost
+  local charged_ms = tonumber(ARGV[4]) or -1
+  -- the windows: the one charged in (without a time, the current one)
+  local charged_window_ms = charged_ms
+  if charged_window_ms < 0 then charged_window_ms = now_ms end
+  local writes, deletes = {}, {}
+  local function changed(field, value) writes[#writes + 1] = field; writes[#writes + 1] = value end
+  local function emptied(field) deletes[#deletes + 1] = field end
+  if sw1_window ~= nil then
+    local charged_window = floor(charged_window_ms / 60000)
+    local done = false
+    if sw1_window == charged_window and sw1_current > 0 then
+      sw1_current = max(0, sw1_current - refund_cost)
+      done = true
+    elseif sw1_window == charged_window + 1 and sw1_previous > 0 then
+      sw1_previous = max(0, sw1_previous - refund_cost)
+      done = true
+    end
+    if done then changed("per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_window, sw1_previous, sw1_current)) end
+  end
+  if fw2_window ~= nil and fw2_window == floor(charged_window_ms / 86400000) and fw2_count > 0 then
+    fw2_count = max(0, fw2_count - refund_cost)
+    changed("per-day|fw", fmt('%.0f:%.0f', fw2_window, fw2_count))
+  end
+  if tb3_tat ~= nil and tb3_tat > now_us then
+    tb3_tat = max(now_us, tb3_tat - refund_cost * 200000)
+    changed("burst|tb", fmt('%.0f', tb3_tat))
+  end
+  if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
+  if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end
+end
+if ARGV[2] == 'p' or ARGV[2] == 'r' then
   -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now
   local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at = sw1_decide(1)
   if sw1_allowed == 1 then

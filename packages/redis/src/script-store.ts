@@ -128,7 +128,7 @@ class ScriptBinding implements BoundStore {
     return [`${this.#keyStart}${encodeKeyPart(key)}}`];
   }
 
-  #args(cost: number, mode: "c" | "p"): string[] {
+  #args(cost: number, mode: "c" | "p" | "r"): string[] {
     // production sends as little as it can: the cost, and the mode for a peek
     if (this.testClock !== undefined) return [String(cost), mode, String(Math.floor(this.testClock() * 1000))];
     return mode === "c" ? [String(cost)] : [String(cost), mode];
@@ -180,6 +180,13 @@ class ScriptBinding implements BoundStore {
 
   peek(key: string): Promise<StoreResult> {
     return this.#run(this.#keys(key), this.#args(1, "p"));
+  }
+
+  refund(key: string, cost: number, chargedAt: number | undefined): Promise<StoreResult> {
+    const args = this.#args(cost, "r");
+    if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
+    if (chargedAt !== undefined) args.push(String(chargedAt));
+    return this.#run(this.#keys(key), args);
   }
 
   async reset(key: string): Promise<void> {

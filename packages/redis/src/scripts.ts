@@ -67,6 +67,12 @@ interface Part {
   decide: string;
   /** Statements run before the HSET of an allowed request (empty if none). */
   prepare: string;
+  /**
+   * Refund mode: gives `refund_cost` units back for a charge at `charged_ms` (-1: the latest),
+   * updating the read locals (so the peek that follows sees it) and queueing the field's new value
+   * with `changed(field, value)` (or `emptied(field)`) when it changed.
+   */
+  refund: string;
   /** The HSET value expression after an allowed request. */
   value: string;
   /** When (µs) the written state is empty again. */
@@ -115,6 +121,10 @@ local ${p}_new_tat`,
   return 0, max(0, floor(credit / ${int(T)})), ceil(tat / 1000), -1, 0, next_unit_at(credit, ${int(BT)}, ${int(T)})
 end`,
         prepare: "",
+        refund: `if ${p}_tat ~= nil and ${p}_tat > now_us then
+  ${p}_tat = max(now_us, ${p}_tat - refund_cost * ${int(T)})
+  changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
+end`,
         value: `fmt('%.0f', ${p}_new_tat)`,
         expiresUs: `${p}_new_tat`,
       };
@@ -144,6 +154,10 @@ local ${p}_new_window, ${p}_new_count`,
   return 0, ${int(L)} - count, reset_at, -1, 0, reset_at
 end`,
         prepare: "",
+        refund: `if ${p}_window ~= nil and ${p}_window == floor(charged_window_ms / ${int(W)}) and ${p}_count > 0 then
+  ${p}_count = max(0, ${p}_count - refund_cost)
+  changed(${str(policyField(policy))}, fmt('%.0f:%.0f', ${p}_window, ${p}_count))
+end`,
         value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
         expiresUs: `(${p}_new_window + 1) * ${int(W * 1000)}`,
       };
@@ -200,6 +214,19 @@ local function ${p}_decide(c)
   return 0, remaining, reset_at, ${p}_retry(into, previous, current, c), 0, refill_at
 end`,
         prepare: "",
+        // the charge is in its window's current count, or in the previous count once the next window began
+        refund: `if ${p}_window ~= nil then
+  local charged_window = floor(charged_window_ms / ${int(W)})
+  local done = false
+  if ${p}_window == charged_window and ${p}_current > 0 then
+    ${p}_current = max(0, ${p}_current - refund_cost)
+    done = true
+  elseif ${p}_window == charged_window + 1 and ${p}_previous > 0 then
+    ${p}_previous = max(0, ${p}_previous - refund_cost)
+    done = true
+  end
+  if done then changed(${str(policyField(policy))}, fmt('%.0f:%.0f:%.0f', ${p}_window, ${p}_previous, ${p}_current)) end
+end`,
         value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
         expiresUs: `(${p}_new_window + 2) * ${int(W * 1000)}`,
       };
@@ -265,6 +292,35 @@ end`,
       ${p}_new_log = sub(${p}_log, ${p}_offsets[first]) .. fmt(',%.0f:%.0f', now_us, cost)
     end
   end`,
+        // newest entries first: that request's (its millisecond), or the latest ones (charged_ms -1)
+        refund: `do
+  local times, costs = ${p}_times, ${p}_costs
+  local cutoff = now_us - ${int(Wus)}
+  local left = refund_cost
+  local done = false
+  for j = #times, 1, -1 do
+    if left <= 0 or times[j] <= cutoff then break end
+    if charged_ms < 0 or floor(times[j] / 1000) == charged_ms then
+      local take = math.min(left, costs[j])
+      costs[j] = costs[j] - take
+      ${p}_total = ${p}_total - take
+      left = left - take
+      done = true
+    end
+  end
+  if done then
+    local kept_times, kept_costs, parts = {}, {}, {}
+    for j = 1, #times do
+      if costs[j] > 0 then
+        kept_times[#kept_times + 1] = times[j]
+        kept_costs[#kept_costs + 1] = costs[j]
+        parts[#parts + 1] = fmt('%.0f:%.0f', times[j], costs[j])
+      end
+    end
+    ${p}_times, ${p}_costs = kept_times, kept_costs
+    if #parts == 0 then emptied(${str(policyField(policy))}) else changed(${str(policyField(policy))}, table.concat(parts, ',')) end
+  end
+end`,
         value: `${p}_new_log`,
         expiresUs: `now_us + ${int(Wus)}`,
       };
@@ -274,7 +330,8 @@ end`,
 
 /**
  * Generates the `decide` script for a list of policies (in order). `KEYS[1]` is the identifier's
- * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, or `"p"` peek) and a
+ * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, `"p"` peek or `"r"` refund,
+ * whose ARGV[4] is when the refunded request was charged, in ms) and a
  * fixed now in µs (test stores only; without it the script reads `TIME`). Returns `{ now_ms, then
  * per policy: allowed (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt }`.
  *
@@ -295,14 +352,15 @@ export function decideScript(policies: readonly Policy[]): Script {
   const lines = [
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}`).join(", ")}`,
     "-- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.",
-    "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek) and now in µs (test stores only).",
+    "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and",
+    "-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).",
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
     "-- refill_at (ms: when the available quota next grows).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     "local cost = tonumber(ARGV[1])",
     "local now_us",
-    "if ARGV[3] then",
+    "if ARGV[3] and ARGV[3] ~= '' then",
     "  now_us = tonumber(ARGV[3])",
     "else",
     "  local time = redis.call('TIME')",
@@ -322,7 +380,21 @@ export function decideScript(policies: readonly Policy[]): Script {
     `local expires_at = tonumber(stored[${policies.length + 1}])`,
     "",
     ...parts.flatMap((x) => [x.describe, x.read, x.decide, ""]),
-    "if ARGV[2] == 'p' then",
+    "if ARGV[2] == 'r' then",
+    "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek",
+    "  local refund_cost = cost",
+    "  local charged_ms = tonumber(ARGV[4]) or -1",
+    "  -- the windows: the one charged in (without a time, the current one)",
+    "  local charged_window_ms = charged_ms",
+    "  if charged_window_ms < 0 then charged_window_ms = now_ms end",
+    "  local writes, deletes = {}, {}",
+    "  local function changed(field, value) writes[#writes + 1] = field; writes[#writes + 1] = value end",
+    "  local function emptied(field) deletes[#deletes + 1] = field end",
+    ...parts.map((x) => x.refund.replace(/^/gm, "  ")),
+    "  if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end",
+    "  if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end",
+    "end",
+    "if ARGV[2] == 'p' or ARGV[2] == 'r' then",
     // peek: would a cost-1 request pass; remaining/resetAt of the state now (an infinite cost takes the denial path)
     "  -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now",
     ...names.map(

@@ -547,6 +547,71 @@ export function testStore(options: TestStoreOptions): void {
       });
     });
 
+    describe("refund", () => {
+      const rem = (d: Decision) => d.policies.map((p) => p.remaining);
+
+      it("fixedWindow: at most what the decision charged, never above the quota, only in its window", async () => {
+        const l = limiter(fixedWindow({ limit: 3, window: "1m" }));
+        at(0);
+        const [d1, , d3] = await burst(l, "k", 3);
+        expect(rem(await l.refund("k", { decision: d3! }))).toEqual([1]);
+        expect(rem(await l.refund("k", { decision: d3! }))).toEqual([1]); // that decision's unit is back already
+        expect(rem(await l.refund("k", { cost: 10 }))).toEqual([3]); // 2 were charged: back to 3, not beyond
+        expect((await l.limit("k")).remaining).toBe(2);
+        at(60_000);
+        expect((await l.limit("k")).remaining).toBe(2);
+        expect(rem(await l.refund("k", { decision: d1! }))).toEqual([2]); // charged in the last window: nothing here
+      });
+
+      it("slidingWindow: the window it was charged in, also once it is the previous one", async () => {
+        const l = limiter(slidingWindow({ limit: 4, window: "10s" }));
+        at(0);
+        const d1 = await l.limit("k", { cost: 2 });
+        at(10_000);
+        await l.limit("k", { cost: 2 });
+        // 2 now + 2 previous weighing 100 %: nothing left; giving d1 back leaves 2 + 0
+        expect((await l.peek("k")).remaining).toBe(0);
+        expect(rem(await l.refund("k", { decision: d1 }))).toEqual([2]);
+        expect(brief(await l.limit("k", { cost: 2 }))).toMatchObject({ allowed: true, remaining: 0 });
+      });
+
+      it("slidingLog: that request's entry and no other", async () => {
+        const l = limiter(slidingLog({ limit: 5, window: "10s" }));
+        at(0);
+        const d1 = await l.limit("k", { cost: 2 });
+        at(1_000);
+        await l.limit("k", { cost: 3 });
+        expect(rem(await l.refund("k", { decision: d1, cost: 5 }))).toEqual([2]); // only d1's 2 units
+        at(10_000); // d1's entry would have left now anyway; the other stays until 11 s
+        expect((await l.peek("k")).remaining).toBe(2);
+        at(11_000);
+        expect((await l.peek("k")).remaining).toBe(5);
+      });
+
+      it("buckets: at most back to full", async () => {
+        for (const policy of [tokenBucket({ capacity: 5, refillRate: 1, interval: "10s" }), leakyBucket({ rate: 1, period: "10s", burst: 5 })]) {
+          const l = limiter(policy);
+          at(0);
+          await burst(l, "k", 3);
+          expect([policy.kind, rem(await l.refund("k", { cost: 2 }))]).toEqual([policy.kind, [4]]);
+          expect([policy.kind, rem(await l.refund("k", { cost: 100 }))]).toEqual([policy.kind, [5]]);
+          const after = await burst(l, "k", 6);
+          expect([policy.kind, after.map((d) => d.allowed)]).toEqual([policy.kind, [true, true, true, true, true, false]]);
+        }
+      });
+
+      it("every limit that charged gets it back in one call; a denied decision refunds nothing", async () => {
+        const l = limiter([tokenBucket({ capacity: 2, refillRate: 1, interval: "1m" }), fixedWindow({ limit: 10, window: "1h" })]);
+        at(0);
+        const [a, b, c] = await burst(l, "k", 3);
+        expect(c!.allowed).toBe(false);
+        expect(rem(await l.refund("k", { decision: c! }))).toEqual([0, 8]);
+        expect(rem(await l.refund("k", { decision: a! }))).toEqual([1, 9]);
+        expect(rem(await l.refund("k", { decision: b!, cost: 1 }))).toEqual([2, 10]);
+        expect(await l.refund("k", { cost: 0 }).catch((e: unknown) => (e as Error).name)).toBe("SluiceInputError");
+      });
+    });
+
     describe("reference models", () => {
       it("decides like the naive reference model on random sequences", async () => {
         await fc.assert(
@@ -557,7 +622,8 @@ export function testStore(options: TestStoreOptions): void {
                 dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3000 })),
                 key: fc.constantFrom("a", "b"),
                 cost: fc.integer({ min: 1, max: 5 }),
-                op: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "reset"),
+                op: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "reset", "refund", "refund"),
+                withDecision: fc.boolean(),
               }),
               { minLength: 1, maxLength: 40 },
             ),
@@ -565,6 +631,9 @@ export function testStore(options: TestStoreOptions): void {
               const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
               const l = limiter(policies);
               const ref = new ReferenceLimiter(policies);
+              // the latest allowed decision per key, and the units it may still give back
+              const latest = new Map<string, Decision>();
+              const charged = new Map<Decision, number>();
               let t = T0 + 7;
               for (const step of steps) {
                 t += step.dt;
@@ -574,9 +643,28 @@ export function testStore(options: TestStoreOptions): void {
                   ref.reset(step.key);
                   continue;
                 }
-                const got: PlainDecision = plain(step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost }));
+                if (step.op === "refund") {
+                  const decision = step.withDecision ? latest.get(step.key) : undefined;
+                  const got = plain(await l.refund(step.key, { cost: step.cost, decision }));
+                  let want: PlainDecision;
+                  if (decision === undefined) want = ref.refund(step.key, step.cost, undefined, t);
+                  else {
+                    const left = charged.get(decision) ?? 0;
+                    const units = Math.min(step.cost, left);
+                    charged.set(decision, left - units);
+                    want = units === 0 ? ref.peek(step.key, t) : ref.refund(step.key, units, decision.now, t);
+                  }
+                  expect(got).toEqual(want);
+                  continue;
+                }
+                const decision = step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost });
+                const got: PlainDecision = plain(decision);
                 const want = step.op === "peek" ? ref.peek(step.key, t) : ref.limit(step.key, step.cost, t);
                 expect(got).toEqual(want);
+                if (step.op === "limit" && decision.allowed) {
+                  latest.set(step.key, decision);
+                  charged.set(decision, step.cost);
+                }
               }
             },
           ),

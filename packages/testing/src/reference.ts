@@ -17,6 +17,8 @@ interface Model {
   commit(nowMs: number, cost: number): void;
   /** The state now: remaining and resetAt without consuming. */
   now(nowMs: number): { remaining: number; resetAt: number };
+  /** Gives `cost` units back for a request admitted at `chargedAtMs` (`undefined`: the latest), never above the quota. */
+  refund(nowMs: number, cost: number, chargedAtMs: number | undefined): void;
   /** The largest cost the policy can ever admit. */
   readonly maxCost: number;
 }
@@ -41,6 +43,11 @@ class FixedWindowModel implements Model {
   commit(nowMs: number, cost: number) {
     const { idx, used } = this.window(nowMs);
     this.counts.set(idx, used + cost);
+  }
+  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
+    // the count of the window the request was charged in
+    const idx = Math.floor((chargedAtMs ?? nowMs) / this.policy.windowMs);
+    this.counts.set(idx, Math.max(0, (this.counts.get(idx) ?? 0) - cost));
   }
   now(nowMs: number) {
     const { used, end } = this.window(nowMs);
@@ -88,6 +95,10 @@ class SlidingWindowModel implements Model {
     const idx = Math.floor(nowMs / this.policy.windowMs);
     this.counts.set(idx, (this.counts.get(idx) ?? 0) + cost);
   }
+  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
+    const idx = Math.floor((chargedAtMs ?? nowMs) / this.policy.windowMs);
+    this.counts.set(idx, Math.max(0, (this.counts.get(idx) ?? 0) - cost));
+  }
   now(nowMs: number) {
     const { cur } = this.view(nowMs);
     return { remaining: this.remainingWith(nowMs, cur), resetAt: this.resetWith(nowMs, cur) };
@@ -112,6 +123,19 @@ class SlidingLogModel implements Model {
   }
   commit(nowMs: number, cost: number) {
     this.log.push({ at: nowMs, cost });
+  }
+  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
+    // that request's entries (or the latest ones), newest first, among those still in the window
+    let left = cost;
+    for (let i = this.log.length - 1; i >= 0 && left > 0; i--) {
+      const e = this.log[i]!;
+      if (e.at <= nowMs - this.policy.windowMs) break;
+      if (chargedAtMs !== undefined && e.at !== chargedAtMs) continue;
+      const take = Math.min(left, e.cost);
+      e.cost -= take;
+      left -= take;
+    }
+    for (let i = this.log.length - 1; i >= 0; i--) if (this.log[i]!.cost === 0) this.log.splice(i, 1);
   }
   now(nowMs: number) {
     const live = this.live(nowMs);
@@ -149,6 +173,11 @@ class TokenBucketModel implements Model {
     this.levels.level = this.levelAt(nowMs) - cost * this.T;
     this.levels.at = nowMs;
   }
+  refund(nowMs: number, cost: number) {
+    // tokens back, the bucket never above full
+    this.levels.level = Math.min(this.full, this.levelAt(nowMs) + cost * this.T);
+    this.levels.at = nowMs;
+  }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
     return { remaining: Math.floor(level / this.T), resetAt: ceilDiv(nowMs * 1000 + this.full - level, 1000) };
@@ -181,6 +210,11 @@ class LeakyBucketModel implements Model {
   }
   commit(nowMs: number, cost: number) {
     this.water.level = this.levelAt(nowMs) + cost * this.T;
+    this.water.at = nowMs;
+  }
+  refund(nowMs: number, cost: number) {
+    // water out, the bucket never below empty
+    this.water.level = Math.max(0, this.levelAt(nowMs) - cost * this.T);
     this.water.at = nowMs;
   }
   now(nowMs: number) {
@@ -320,6 +354,12 @@ export class ReferenceLimiter {
 
   reset(key: string): void {
     this.#models.delete(key);
+  }
+
+  /** Gives `cost` units back to every policy for a request charged at `chargedAtMs` (`undefined`: the latest); answers as `peek`. */
+  refund(key: string, cost: number, chargedAtMs: number | undefined, nowMs: number): PlainDecision {
+    for (const m of this.#of(key)) m.refund(nowMs, cost, chargedAtMs);
+    return this.peek(key, nowMs);
   }
 }
 
