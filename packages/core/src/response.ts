@@ -70,9 +70,14 @@ export function limitedResponse(decision: Decision, headers: HeadersInit): Respo
  * ```
  */
 export function addRateLimitHeaders(response: Response, headers: Headers | readonly (readonly [string, string])[]): Response {
-  if (response.type === "error" || response.status === 0) return response;
-  const missing = [...headers].filter(([name]) => !response.headers.has(name));
-  if (missing.length === 0) return response;
+  // status 0 is a network error (`Response.error()`, whose type is "error"): read `status`, not
+  // `type`, which a server's lightweight response (@hono/node-server's) can only answer by building
+  // the full Response object, and that takes the slow streaming path when the response is written
+  if (response.status === 0) return response;
+  const present = response.headers;
+  let missing: (readonly [string, string])[] | undefined;
+  for (const entry of headers) if (!present.has(entry[0])) (missing ??= []).push(entry);
+  if (missing === undefined) return response;
   try {
     for (const [name, value] of missing) response.headers.set(name, value);
     return response;
