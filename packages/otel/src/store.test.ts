@@ -1,0 +1,280 @@
+/**
+ * instrumentStore over MemoryStore and over failing stores: exact spans (names, kind, attributes,
+ * status, exception events), exact histogram counts and attributes; the store's behaviour unchanged.
+ */
+import { type Context, type ContextManager, ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import { MemoryStore, RateLimiter, SluiceStoreError, type Store, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import {
+  INSTRUMENTATION_SCOPE,
+  INSTRUMENTATION_VERSION,
+  METRIC_SLUICE_STORE_DURATION,
+  STORE_DURATION_BUCKETS,
+  errorType,
+  instrumentStore,
+} from "./index.js";
+import { startTestSdk } from "./test/sdk.js";
+
+const T0 = 1_700_000_022_000;
+
+/** The smallest context manager: the context given to with() is active while its function runs (synchronously). */
+class SyncContextManager implements ContextManager {
+  #current: Context = ROOT_CONTEXT;
+  active(): Context {
+    return this.#current;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    const previous = this.#current;
+    this.#current = ctx;
+    try {
+      return fn.call(thisArg, ...args);
+    } finally {
+      this.#current = previous;
+    }
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    this.#current = ROOT_CONTEXT;
+    return this;
+  }
+}
+const sdk = startTestSdk();
+const providers = { meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider };
+
+afterEach(() => sdk.clearSpans());
+afterAll(() => sdk.shutdown());
+
+describe("instrumentStore over MemoryStore", () => {
+  it("one CLIENT span per call with the outcome, one histogram measurement per call", async () => {
+    const before = await sdk.histogram(METRIC_SLUICE_STORE_DURATION);
+    expect(before).toEqual([]);
+    const store = instrumentStore(new MemoryStore({ clock: () => T0 }), providers);
+    const limiter = new RateLimiter({ store, prefix: "api", limits: fixedWindow({ limit: 2, window: "1m" }) });
+    const decisions = [];
+    for (let i = 0; i < 3; i++) decisions.push(await limiter.limit("user:1"));
+    await limiter.peek("user:1");
+    await limiter.reset("user:1");
+    expect(decisions.map((d) => [d.allowed, d.reason])).toEqual([
+      [true, "ok"],
+      [true, "ok"],
+      [false, "limit"],
+    ]);
+
+    const base = { "sluice.store": "MemoryStore", "sluice.prefix": "api" };
+    const consume = { ...base, "sluice.operation": "consume", "sluice.cost": 1, "sluice.policy": "2-per-1m" };
+    expect(sdk.spans().map(({ name, kind, attributes, status, events, scope }) => ({ name, kind, attributes, status, events, scope }))).toEqual([
+      { name: "sluice.store consume", kind: SpanKind.CLIENT, attributes: { ...consume, "sluice.allowed": true, "sluice.reason": "ok", "sluice.remaining": 1 }, status: { code: SpanStatusCode.UNSET }, events: [], scope: INSTRUMENTATION_SCOPE },
+      { name: "sluice.store consume", kind: SpanKind.CLIENT, attributes: { ...consume, "sluice.allowed": true, "sluice.reason": "ok", "sluice.remaining": 0 }, status: { code: SpanStatusCode.UNSET }, events: [], scope: INSTRUMENTATION_SCOPE },
+      // a denial is an outcome, not an error
+      { name: "sluice.store consume", kind: SpanKind.CLIENT, attributes: { ...consume, "sluice.allowed": false, "sluice.reason": "limit", "sluice.remaining": 0 }, status: { code: SpanStatusCode.UNSET }, events: [], scope: INSTRUMENTATION_SCOPE },
+      // peek: whether a cost-1 request would pass now
+      { name: "sluice.store peek", kind: SpanKind.CLIENT, attributes: { ...base, "sluice.operation": "peek", "sluice.policy": "2-per-1m", "sluice.allowed": false, "sluice.reason": "limit", "sluice.remaining": 0 }, status: { code: SpanStatusCode.UNSET }, events: [], scope: INSTRUMENTATION_SCOPE },
+      { name: "sluice.store reset", kind: SpanKind.CLIENT, attributes: { ...base, "sluice.operation": "reset" }, status: { code: SpanStatusCode.UNSET }, events: [], scope: INSTRUMENTATION_SCOPE },
+    ]);
+
+    const points = await sdk.histogram(METRIC_SLUICE_STORE_DURATION);
+    expect(points.map(({ attributes, count }) => ({ attributes, count }))).toEqual([
+      { attributes: { "sluice.store": "MemoryStore", "sluice.operation": "consume" }, count: 3 },
+      { attributes: { "sluice.store": "MemoryStore", "sluice.operation": "peek" }, count: 1 },
+      { attributes: { "sluice.store": "MemoryStore", "sluice.operation": "reset" }, count: 1 },
+    ]);
+    for (const p of points) {
+      expect(p.boundaries).toEqual(STORE_DURATION_BUCKETS); // the instrument's advice
+      expect(p.sum).toBeGreaterThanOrEqual(0);
+      expect(p.sum).toBeLessThan(1); // seconds, not milliseconds
+    }
+    const descriptors = await sdk.descriptors();
+    expect(descriptors.find((d) => d.name === METRIC_SLUICE_STORE_DURATION)).toMatchObject({
+      scope: INSTRUMENTATION_SCOPE,
+      version: INSTRUMENTATION_VERSION,
+      unit: "s",
+    });
+  });
+
+  it("tiers, costs and several policies: the binding policy, the tier on spans and on the histogram", async () => {
+    const store = instrumentStore(new MemoryStore({ clock: () => T0 }), { ...providers, name: "local" });
+    const limiter = new RateLimiter({
+      store,
+      tier: "pro",
+      limits: [tokenBucket({ capacity: 10, refillRate: 1, name: "burst" }), slidingWindow({ limit: 6, window: "1m", name: "per-minute" })],
+    });
+    await limiter.limit("k", { cost: 5 });
+    await limiter.limit("k", { cost: 20 });
+    const spans = sdk.spans().map((s) => s.attributes);
+    expect(spans).toEqual([
+      {
+        "sluice.store": "local",
+        "sluice.tier": "pro",
+        "sluice.prefix": "sluice",
+        "sluice.operation": "consume",
+        "sluice.cost": 5,
+        "sluice.allowed": true,
+        "sluice.policy": "per-minute", // the least remaining: 1 of 6, against 5 of 10
+        "sluice.reason": "ok",
+        "sluice.remaining": 1,
+      },
+      {
+        "sluice.store": "local",
+        "sluice.tier": "pro",
+        "sluice.prefix": "sluice",
+        "sluice.operation": "consume",
+        "sluice.cost": 20,
+        "sluice.allowed": false,
+        "sluice.policy": "burst", // both deny a cost that can never pass; the first binds on ties
+        "sluice.reason": "cost-exceeds-limit",
+        "sluice.remaining": 5,
+      },
+    ]);
+    const points = await sdk.histogram(METRIC_SLUICE_STORE_DURATION);
+    expect(points.find((p) => p.attributes["sluice.store"] === "local")).toMatchObject({
+      attributes: { "sluice.store": "local", "sluice.tier": "pro", "sluice.operation": "consume" },
+      count: 2,
+    });
+  });
+
+  it("changes nothing the limiter sees: synchronous answers stay synchronous, decisions are identical", async () => {
+    const plain = new MemoryStore({ clock: () => T0 });
+    const wrapped = instrumentStore(new MemoryStore({ clock: () => T0 }), providers);
+    const namespace = { prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] };
+    const bound = wrapped.bind(namespace);
+    const answer = bound.consume("a", 1);
+    expect(typeof (answer as { then?: unknown }).then).toBe("undefined"); // not a promise
+    expect(answer).toEqual(plain.bind(namespace).consume("a", 1));
+
+    const a = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: slidingWindow({ limit: 4, window: "10s" }) });
+    const b = new RateLimiter({ store: instrumentStore(new MemoryStore({ clock: () => T0 }), providers), limits: slidingWindow({ limit: 4, window: "10s" }) });
+    for (const [key, cost] of [["x", 1], ["x", 2], ["y", 4], ["x", 2], ["x", 1], ["y", 1]] as const) {
+      const [da, db] = [await a.limit(key, { cost }), await b.limit(key, { cost })];
+      expect({ ...db, pending: undefined }).toEqual({ ...da, pending: undefined });
+    }
+    // the deny cache stays off for a synchronous store, wrapped or not: no "cached-deny"
+    for (let i = 0; i < 3; i++) expect((await b.limit("y")).reason).toBe("limit");
+  });
+
+  it("the span is the active span while the store runs", () => {
+    context.setGlobalContextManager(new SyncContextManager());
+    try {
+      let active: string | undefined;
+      const inner: Store = {
+        bind: (ns) => {
+          const bound = new MemoryStore({ clock: () => T0 }).bind(ns);
+          return {
+            consume: (key, cost) => {
+              active = trace.getActiveSpan()?.spanContext().spanId;
+              return bound.consume(key, cost);
+            },
+            peek: (key) => bound.peek(key),
+            reset: (key) => bound.reset(key),
+          };
+        },
+      };
+      instrumentStore(inner, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] }).consume("k", 1);
+      const [span] = sdk.spans();
+      expect(active).toBeDefined();
+      expect(active).toBe(span?.spanId);
+    } finally {
+      context.disable();
+    }
+  });
+});
+
+describe("instrumentStore over a failing store", () => {
+  function failing(how: "throw" | "reject", error: unknown): Store {
+    return {
+      bind: () => ({
+        consume: () => {
+          if (how === "throw") throw error;
+          return Promise.reject(error);
+        },
+        peek: () => Promise.reject(error),
+        reset: () => Promise.reject(error),
+      }),
+    };
+  }
+
+  it.each(["throw", "reject"] as const)("a store that fails (%s): ERROR status, error.type, the exception; the error passes through unchanged", async (how) => {
+    const error = new SluiceStoreError("[sluice] [redis] malformed reply");
+    const bound = instrumentStore(failing(how, error), { ...providers, name: `broken-${how}` }).bind({ prefix: "p", policies: [fixedWindow({ limit: 1, window: "1m" })] });
+    let caught: unknown;
+    try {
+      await bound.consume("k", 1);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBe(error);
+    expect(sdk.spans().map(({ name, attributes, status, events }) => ({ name, attributes, status, events }))).toEqual([
+      {
+        name: "sluice.store consume",
+        attributes: { "sluice.store": `broken-${how}`, "sluice.prefix": "p", "sluice.operation": "consume", "sluice.cost": 1, "error.type": "SluiceStoreError" },
+        status: { code: SpanStatusCode.ERROR, message: "[sluice] [redis] malformed reply" },
+        events: ["exception"],
+      },
+    ]);
+    const points = await sdk.histogram(METRIC_SLUICE_STORE_DURATION);
+    expect(points.filter((p) => p.attributes["sluice.store"] === `broken-${how}`).map(({ attributes, count }) => ({ attributes, count }))).toEqual([
+      { attributes: { "sluice.store": `broken-${how}`, "sluice.operation": "consume", "error.type": "SluiceStoreError" }, count: 1 },
+    ]);
+  });
+
+  it("through a limiter: the decision falls back as before, the span says why", async () => {
+    const limiter = new RateLimiter({ store: instrumentStore(failing("reject", new TypeError("fetch failed")), { ...providers, name: "down" }), limits: fixedWindow({ limit: 1, window: "1m" }) });
+    const decision = await limiter.limit("k");
+    expect([decision.allowed, decision.reason]).toEqual([true, "store-error"]);
+    expect(sdk.spans().map((s) => [s.name, s.attributes["error.type"], s.status])).toEqual([
+      ["sluice.store consume", "TypeError", { code: SpanStatusCode.ERROR, message: "fetch failed" }],
+    ]);
+  });
+
+  it("error.type: the class name, else _OTHER", () => {
+    class ReplyError extends Error {}
+    expect(errorType(new SluiceStoreError("x"))).toBe("SluiceStoreError");
+    expect(errorType(new ReplyError("x"))).toBe("ReplyError");
+    expect(errorType(Object.assign(new Error("x"), { name: "AbortError" }))).toBe("AbortError");
+    expect(errorType(new Error("x"))).toBe("Error");
+    expect(errorType("a string")).toBe("_OTHER");
+    expect(errorType({})).toBe("_OTHER");
+  });
+});
+
+describe("instrumentStore's arguments", () => {
+  it("refuses what is not a store or a provider", () => {
+    expect(() => instrumentStore({} as Store)).toThrow("[sluice] [otel] instrumentStore needs a Store (an object with bind(namespace))");
+    expect(() => instrumentStore(new MemoryStore(), { meterProvider: {} as never })).toThrow("meterProvider must be an OpenTelemetry MeterProvider");
+    expect(() => instrumentStore(new MemoryStore(), { tracerProvider: 1 as never })).toThrow("tracerProvider must be an OpenTelemetry TracerProvider");
+    expect(() => instrumentStore(new MemoryStore(), { name: "" })).toThrow("name must be a non-empty string");
+  });
+
+  it("forwards refund when the wrapped store has it, as a span of its own", async () => {
+    const inner = new MemoryStore({ clock: () => T0 });
+    const store: Store = {
+      bind(ns) {
+        const bound = inner.bind(ns);
+        return {
+          consume: (k, c) => bound.consume(k, c),
+          peek: (k) => bound.peek(k),
+          reset: (k) => bound.reset(k),
+          refund: (k: string) => bound.peek(k),
+        } as ReturnType<Store["bind"]>;
+      },
+    };
+    const withRefund = instrumentStore(store, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] }) as ReturnType<Store["bind"]> & {
+      refund?: (key: string, cost: number, chargedAt: number | undefined) => unknown;
+    };
+    expect(typeof withRefund.refund).toBe("function");
+    withRefund.refund?.("k", 2, undefined);
+    expect(sdk.spans().map((s) => [s.name, s.attributes["sluice.cost"], s.attributes["sluice.allowed"]])).toEqual([["sluice.store refund", 2, true]]);
+    const plain: Store = {
+      bind(ns) {
+        const bound = inner.bind(ns);
+        return { consume: (k, c) => bound.consume(k, c), peek: (k) => bound.peek(k), reset: (k) => bound.reset(k) };
+      },
+    };
+    const without = instrumentStore(plain, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] });
+    expect("refund" in without).toBe(false);
+  });
+});
