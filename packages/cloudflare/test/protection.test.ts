@@ -53,7 +53,7 @@ describe("deny cache on the Durable Object store", () => {
       last = response;
     }
     const counted = await rpcs();
-    expect(counted).toEqual({ consume: 1, peek: 0, reset: 0 });
+    expect(counted).toEqual({ consume: 1, peek: 0, reset: 0, refund: 0 });
     expect(Object.fromEntries(reasons)).toEqual({ limit: 1, "cached-deny": 999 });
     // the cached 429 carries the same headers as the object's own (the hour has not rolled over)
     const h1 = limitHeaders(first!);
@@ -72,7 +72,7 @@ describe("deny cache on the Durable Object store", () => {
     expect((await get("/cache-off/x", { "x-api-key": "k" })).status).toBe(200);
     await rpcs();
     for (let i = 0; i < 20; i++) expect(await (await get("/cache-off/x", { "x-api-key": "k" })).json()).toMatchObject({ reason: "limit" });
-    expect(await rpcs()).toEqual({ consume: 20, peek: 0, reset: 0 });
+    expect(await rpcs()).toEqual({ consume: 20, peek: 0, reset: 0, refund: 0 });
   });
 });
 
@@ -137,5 +137,29 @@ describe("dry run through withRateLimit", () => {
       "/dry-tiers/x f: free allowed=false dryRun=false retryAfterMs=45000",
       "/dry-tiers/x p: pro allowed=false dryRun=true retryAfterMs=45000",
     ]);
+  });
+});
+
+describe("countWhen through withRateLimit: only failed logins count", () => {
+  it("successes are refunded (one refund RPC each); the 4th failure is the 429 before the handler", async () => {
+    await rpcs();
+    const attempt = async (password: string) => {
+      const response = await get("/login/x", { "x-api-key": "carol", "x-test-now": String(NOW), "x-password": password });
+      return [response.status, await response.text()];
+    };
+    const seen = [];
+    for (const password of ["right", "right", "wrong", "right", "wrong", "wrong", "wrong", "right"]) seen.push(await attempt(password));
+    expect(seen).toEqual([
+      [200, "welcome"],
+      [200, "welcome"],
+      [401, "wrong password"],
+      [200, "welcome"],
+      [401, "wrong password"],
+      [401, "wrong password"],
+      [429, expect.stringContaining("quota-exceeded")],
+      [429, expect.stringContaining("quota-exceeded")],
+    ]);
+    // 8 decisions (the last one from the deny cache: 7 consume RPCs), 3 refunds for the 3 successes
+    expect(await rpcs()).toEqual({ consume: 7, peek: 0, reset: 0, refund: 3 });
   });
 });

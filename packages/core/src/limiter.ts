@@ -426,6 +426,19 @@ export class RateLimiter {
     this.#denials?.forget(key);
   }
 
+  /**
+   * Hands a store failure that happened outside a decision (a refund after the response, say) to
+   * `onStoreFailure`; nothing it throws escapes.
+   * @internal
+   */
+  reportStoreFailure(error: unknown): void {
+    try {
+      this.#onStoreFailure?.(error);
+    } catch {
+      // a failing logger must not turn a response into an exception
+    }
+  }
+
   /** Marks a decision of a dry-run limiter (`decision.dryRun = true`); enforcing, it is left as it is. */
   #marked(decision: Decision): Decision {
     if (this.mode === "dry-run") decision.dryRun = true;

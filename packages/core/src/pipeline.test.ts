@@ -229,3 +229,73 @@ describe("configuration errors name the option, prefixed with the adapter's name
     expect(make).toThrow(message);
   });
 });
+
+describe("countWhen: only the requests that should count", () => {
+  const login = (status: number) => () => new Response(status === 200 ? "welcome" : "wrong password", { status });
+
+  it("refunds a served request that does not count; an exhausted key is still refused up front", async () => {
+    const limiter = limiterOf(3);
+    const seen: [number, unknown][] = [];
+    const pipeline = createPipeline<Args>(
+      { limiter, key: () => "ip:1", countWhen: (response, decision) => (seen.push([response.status, decision.remaining]), response.status >= 400) },
+      platform,
+    );
+    const statuses: number[] = [];
+    // successes do not count: any number of them
+    for (let i = 0; i < 5; i++) statuses.push((await pipeline.handle(args(), login(200))).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect((await limiter.peek("ip:1")).remaining).toBe(3);
+    // failures count: 3 of them, then the 429 before the handler runs
+    let ran = 0;
+    const failing = () => (ran++, new Response("no", { status: 401 }));
+    const after = [];
+    for (let i = 0; i < 4; i++) after.push((await pipeline.handle(args(), failing)).status);
+    expect(after).toEqual([401, 401, 401, 429]);
+    expect(ran).toBe(3);
+    expect((await limiter.peek("ip:1")).remaining).toBe(0);
+    // countWhen saw every served response with its decision (remaining before any refund)
+    expect(seen.slice(0, 2)).toEqual([
+      [200, 2],
+      [200, 2],
+    ]);
+    expect(seen).toHaveLength(8);
+  });
+
+  it("a denied, skipped or dry-run request is never refunded; a failing refund still sends the response", async () => {
+    const failures: unknown[] = [];
+    let mode: "ok" | "reject" = "ok";
+    const inner = new MemoryStore({ clock: () => T0 });
+    const store = {
+      bind(namespace: Parameters<MemoryStore["bind"]>[0]) {
+        const bound = inner.bind(namespace);
+        return {
+          consume: async (key: string, cost: number) => bound.consume(key, cost),
+          peek: async (key: string) => bound.peek(key),
+          reset: async (key: string) => bound.reset(key),
+          refund: async (key: string, cost: number, at: number | undefined) => {
+            if (mode === "reject") throw new Error("store down");
+            return bound.refund(key, cost, at);
+          },
+        };
+      },
+    };
+    const limiter = new RateLimiter({ store, limits: fixedWindow({ limit: 2, window: "1m" }), onStoreFailure: (e) => failures.push(e), denyCache: false });
+    const pipeline = createPipeline<Args>({ limiter, key: () => "k", countWhen: () => false, skip: (r) => r.headers.has("x-skip") }, platform);
+    mode = "reject";
+    const res = await pipeline.handle(args(), login(200));
+    expect(res.status).toBe(200);
+    expect(failures.map((e) => (e as Error).message)).toEqual(["store down"]);
+    expect((await limiter.peek("k")).remaining).toBe(1); // the refund did not happen
+    mode = "ok";
+    expect((await pipeline.handle(args({ "x-skip": "1" }), login(200))).status).toBe(200);
+    await limiter.limit("k");
+    expect((await pipeline.handle(args(), login(200))).status).toBe(429); // denied: nothing to give back
+    expect((await limiter.peek("k")).remaining).toBe(0);
+  });
+
+  it("countWhen must be a function", () => {
+    expect(() => createPipeline<Args>({ limiter: limiterOf(1), key: () => "k", countWhen: "4xx" as never }, platform)).toThrow(
+      "[sluice] frame: countWhen must be a function; got \"4xx\"",
+    );
+  });
+});

@@ -129,6 +129,20 @@ export interface PipelineCommonOptions<Args extends unknown[]> {
    * ```
    */
   onDecision?: (decision: Decision, info: DecisionInfo) => void;
+  /**
+   * Which served requests count: called with the handler's response; when it answers `false`
+   * the request's units are given back (`limiter.refund` with its decision: atomic, never more
+   * than it charged). The request is still checked up front, so an exhausted key is refused before
+   * the handler runs. The generalised `skipSuccessfulRequests`/`skipFailedRequests`. The refund
+   * happens before the response is returned (one store round trip, only for requests that do not
+   * count); a failing refund is reported to the limiter's `onStoreFailure` and the response goes
+   * out anyway. The response's rate-limit headers describe the decision before the refund.
+   * @example Count failed logins only
+   * ```ts
+   * rateLimiter({ limiter: loginLimiter, trust: "cloudflare", countWhen: (response) => response.status >= 400 });
+   * ```
+   */
+  countWhen?: (response: Response, decision: Decision) => boolean | Promise<boolean>;
 }
 
 /**
@@ -301,8 +315,9 @@ export interface Pipeline<Args extends unknown[]> {
    * The handler's response with the rate-limit headers: headers it already has win; a response
    * with immutable headers (`Response.redirect()`, a `fetch()` response) is copied; a network
    * error (`Response.error()`) is returned as it is. Anything but a response is a `TypeError`.
+   * With `countWhen`, a request that should not count is refunded first (then it returns a promise).
    */
-  finish(outcome: Outcome, response: Response): Response;
+  finish(outcome: Outcome, response: Response): MaybePromise<Response>;
   /** `check`, then the 429 or (after `delay`) `next(decision)`, then `finish`: a whole fetch-style request. */
   handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response>;
 }
@@ -399,7 +414,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
     throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
   }
-  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision } = config;
+  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision, countWhen } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
 
   async function check(...args: Args): Promise<Outcome> {
@@ -458,13 +473,17 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     return ms > 0 ? sleep(ms) : NO_DELAY;
   }
 
-  function finish(outcome: Outcome, response: Response): Response {
+  function finish(outcome: Outcome, response: Response): MaybePromise<Response> {
     if (!isResponse(response)) {
       throw new TypeError(`[sluice] ${where}: the handler must return a Response; got ${describe(response)}`);
     }
-    // seam: refunds of requests that should not count (countWhen) and the release of a
-    // concurrency lease when the response body ends go here
-    return outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
+    const out = outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
+    const { decision, key, limiter } = outcome;
+    // countWhen: a request the store charged that should not count gets its units back
+    if (countWhen === undefined || decision === undefined || key === undefined || limiter === undefined || !decision.allowed || decision.reason !== "ok") {
+      return out;
+    }
+    return refundUnlessCounted(countWhen, response, decision, limiter, key).then(() => out);
   }
 
   async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
@@ -472,6 +491,22 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (outcome.response !== undefined) return outcome.response;
     if (outcome.decision !== undefined && outcome.decision.delayMs > 0 && !outcome.decision.dryRun) await delay(outcome);
     return finish(outcome, await next(outcome.decision));
+  }
+
+  async function refundUnlessCounted(
+    counts: NonNullable<Config<Args>["countWhen"]>,
+    response: Response,
+    decision: Decision,
+    limiter: RateLimiter,
+    key: string,
+  ): Promise<void> {
+    if (await counts(response, decision)) return;
+    try {
+      await limiter.refund(key, { decision });
+    } catch (error) {
+      // the response goes out anyway; the failure is the store's, reported like any other
+      limiter.reportStoreFailure(error);
+    }
   }
 
   return { check, delay, finish, handle };
@@ -490,6 +525,7 @@ interface Config<Args extends unknown[]> {
   dryRunHeaders: boolean;
   pick: (args: Args, key: string) => Target | Promise<Target>;
   onDecision: ((decision: Decision, info: DecisionInfo) => void) | undefined;
+  countWhen: ((response: Response, decision: Decision) => boolean | Promise<boolean>) | undefined;
 }
 
 function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
@@ -501,6 +537,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   requireFunction(skip, "skip", true);
   requireFunction(onLimited, "onLimited", true);
   requireFunction(options.onDecision, "onDecision", true);
+  requireFunction(options.countWhen, "countWhen", true);
   if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
     throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
   }
@@ -519,7 +556,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   } else {
     throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
   }
-  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision: options.onDecision };
+  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision: options.onDecision, countWhen: options.countWhen };
 }
 
 /** `key`, or the client address with `trust`. */

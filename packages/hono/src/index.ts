@@ -119,7 +119,7 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     if (decision.delayMs > 0) await delay(outcome);
     await next();
     // a response built without them (new Response(...), immutable headers) gets them here
-    const response = finish(outcome, c.res);
+    const response = await finish(outcome, c.res);
     if (response !== c.res) c.res = response;
   };
 }

@@ -162,3 +162,33 @@ describe("deny cache", () => {
     expect(consumes).toBe(2);
   });
 });
+
+describe("countWhen: only failed logins count", () => {
+  it("a success is refunded after the handler; the 4th failure is the 429 before the handler runs", async () => {
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 3, window: "5m", name: "login" }) });
+    let handled = 0;
+    const app = new Hono();
+    app.use("/login", rateLimiter({ limiter, key: (c) => c.req.header("x-ip") ?? "?", countWhen: (response) => response.status >= 400 }));
+    app.post("/login", async (c) => {
+      handled++;
+      return (await c.req.text()) === "right" ? c.text("welcome") : c.text("wrong password", 401);
+    });
+    const attempt = async (password: string) => {
+      const res = await app.request(new Request("http://localhost/login", { method: "POST", body: password, headers: { "x-ip": "203.0.113.7" } }));
+      return [res.status, res.headers.get("ratelimit")];
+    };
+    const seen = [];
+    for (const password of ["right", "wrong", "right", "wrong", "wrong", "wrong", "right"]) seen.push(await attempt(password));
+    expect(seen).toEqual([
+      [200, '"login";r=2;t=78'], // headers describe the decision before the refund
+      [401, '"login";r=2;t=78'],
+      [200, '"login";r=1;t=78'],
+      [401, '"login";r=1;t=78'],
+      [401, '"login";r=0;t=78'],
+      [429, '"login";r=0;t=78'],
+      [429, '"login";r=0;t=78'],
+    ]);
+    expect(handled).toBe(5);
+    expect((await limiter.peek("203.0.113.7")).remaining).toBe(0);
+  });
+});

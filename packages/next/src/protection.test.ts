@@ -162,3 +162,20 @@ describe("deny cache: rateLimitProxy", () => {
     expect(consumes).toBe(3);
   });
 });
+
+describe("countWhen: withRateLimit (route handlers)", () => {
+  it("only failed attempts count; the 3rd failure is the 429", async () => {
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 2, window: "1m" }) });
+    const POST = withRateLimit(
+      async (r: NextRequest) => ((await r.text()) === "right" ? Response.json({ ok: true }) : Response.json({ ok: false }, { status: 401 })),
+      { limiter, key: () => "ip", countWhen: (response) => response.status >= 400 },
+    );
+    const context = { params: Promise.resolve({}) };
+    const statuses = [];
+    for (const body of ["right", "right", "wrong", "right", "wrong", "wrong"]) {
+      statuses.push((await POST(new NextRequest("https://app.test/api/login", { method: "POST", body }), context)).status);
+    }
+    expect(statuses).toEqual([200, 200, 401, 200, 401, 429]);
+    expect((await limiter.peek("ip")).remaining).toBe(0);
+  });
+});
