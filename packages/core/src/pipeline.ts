@@ -332,6 +332,39 @@ function targetOf(limiter: RateLimiter): Target {
   return { limiter };
 }
 
+function isTarget<T extends object>(value: T | Promise<T>): value is T {
+  return typeof (value as { then?: unknown }).then !== "function";
+}
+
+/**
+ * The sink every header writer writes into: one object for the whole process, pointed at the
+ * request's list for the duration of a (synchronous) write, so a request allocates no sink and no
+ * closure, only its list and its header values.
+ */
+const listSink = {
+  list: [] as HeaderList,
+  /** Dry run: never `Retry-After` (the request is served). */
+  served: false,
+  set(name: string, value: string): void {
+    if (this.served && name === "Retry-After") return;
+    this.list.push([name, value]);
+  },
+};
+
+/** Runs `write` into `headers` (synchronously; see {@link listSink}). */
+function writeInto(write: HeaderWriter, headers: HeaderList, decision: Decision, pk: string | undefined, served: boolean): void {
+  listSink.list = headers;
+  listSink.served = served;
+  try {
+    write(listSink, decision, pk);
+  } finally {
+    listSink.list = NO_HEADERS;
+  }
+}
+
+/** What {@link listSink} points at between writes (never written to). */
+const NO_HEADERS: HeaderList = [];
+
 function requireFunction(value: unknown, option: string, optional: boolean): void {
   if (value === undefined && optional) return;
   if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
@@ -421,8 +454,12 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (skip !== undefined && (await skip(...args))) {
       return { decision: undefined, key: undefined, limiter: undefined, headers: [], response: undefined };
     }
-    const key = await keyOf(...args);
-    const target = await pick(args, key);
+    // a key function or tier lookup that answers synchronously is not awaited: an `await` of a
+    // plain value still costs a microtask turn per request
+    const keyed = keyOf(...args);
+    const key = typeof keyed === "string" ? keyed : await keyed;
+    const picked = pick(args, key);
+    const target = isTarget(picked) ? picked : await picked;
     let limitOptions = fixedCost;
     if (typeof cost === "function") {
       const units = await cost(...args);
@@ -445,7 +482,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
       if (dryRunHeaders) {
         const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
         const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
-        write({ set: (name, value) => name === "Retry-After" || headers.push([name, value]) }, decision, pk);
+        writeInto(write, headers, decision, pk, true);
       }
       // the report of a request enforcing would deny; what onLimited returns is ignored
       if (!decision.allowed && onLimited !== undefined) await onLimited(...args, decision);
@@ -453,7 +490,7 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
     const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
     const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
-    write({ set: (name, value) => headers.push([name, value]) }, decision, pk);
+    writeInto(write, headers, decision, pk, false);
     let response: Response | undefined;
     if (!decision.allowed) {
       if (onLimited === undefined) response = limitedResponse(decision, headers);

@@ -115,11 +115,17 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     c.set("rateLimit", decision);
     if (outcome.response !== undefined) return outcome.response;
     // before next(): Hono builds the handler's response with them, and headers it sets win
-    for (const [name, value] of outcome.headers) c.header(name, value);
+    const headers = outcome.headers;
+    for (let i = 0; i < headers.length; i++) {
+      const header = headers[i] as [string, string];
+      c.header(header[0], header[1]);
+    }
     if (decision.delayMs > 0) await delay(outcome);
     await next();
-    // a response built without them (new Response(...), immutable headers) gets them here
-    const response = await finish(outcome, c.res);
+    // a response built without them (new Response(...), immutable headers) gets them here; only
+    // countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
+    const finished = finish(outcome, c.res);
+    const response = finished instanceof Promise ? await finished : finished;
     if (response !== c.res) c.res = response;
   };
 }
