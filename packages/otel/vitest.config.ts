@@ -3,6 +3,7 @@ import { sourceConditions } from "../../vitest.shared.js";
 
 export default defineProject({
   ...sourceConditions,
-  // the Redis and Upstash tests start their own redis-server (and the REST bridge in front of it)
-  test: { name: "otel", include: ["src/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 30_000 },
+  // the Redis and Upstash tests start their own redis-server (and the REST bridge in front of it);
+  // test/: the Durable Object store and the Workers adapter in workerd (Miniflare)
+  test: { name: "otel", include: ["src/**/*.test.ts", "test/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 },
 });
