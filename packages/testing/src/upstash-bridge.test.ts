@@ -219,6 +219,21 @@ describe.each(modes)("@upstash/redis 1.39.0 through the bridge: $name", (mode) =
   });
 });
 
+describe("scripts with Upstash-only shebang flags (@upstash/ratelimit 2.2 writes allow-key-locking)", () => {
+  test("EVAL runs them without the flag; EVALSHA of the client's SHA-1 and SCRIPT LOAD's answer are the client's", async () => {
+    const script = `#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])`;
+    const k = key("shebang");
+    expect(await raw("/", ["EVALSHA", sha1(script), 1, k])).toMatchObject({ status: 400 });
+    expect(await raw("/", ["EVAL", script, 1, k])).toEqual({ status: 200, body: { result: 1 } });
+    expect(await raw("/", ["EVALSHA", sha1(script), 1, k])).toEqual({ status: 200, body: { result: 2 } });
+    const other = `#!lua flags=no-writes,allow-key-locking\nreturn 7`;
+    expect(await raw("/", ["SCRIPT", "LOAD", other])).toEqual({ status: 200, body: { result: sha1(other) } });
+    expect(await raw("/pipeline", [["EVALSHA", sha1(other), 0]])).toEqual({ status: 200, body: [{ result: 7 }] });
+    // a script without the flag is sent as it is: Redis's own SHA-1
+    expect(await raw("/", ["SCRIPT", "LOAD", "return 8"])).toEqual({ status: 200, body: { result: sha1("return 8") } });
+  });
+});
+
 describe("request counting", () => {
   test("10 concurrent writes with auto-pipelining: one HTTP request, at /pipeline", async () => {
     const redis = new Redis({ url: bridge.url, token: bridge.token, retry: false, enableTelemetry: false });

@@ -22,13 +22,19 @@
  *   store sees a failure rather than a hang; once Redis is back the bridge reconnects by itself.
  *   A paused (SIGSTOP) Redis is a hang: the HTTP request waits like a real client would.
  *
+ * Scripts: Upstash accepts the shebang flag `allow-key-locking` (`#!lua flags=allow-key-locking`,
+ * which `@upstash/ratelimit` 2.2 writes), redis-server refuses it. The bridge drops that flag from
+ * a script sent with `EVAL`/`EVAL_RO`/`SCRIPT LOAD` and answers, and accepts, the SHA-1 of the
+ * script as the client sent it (`EVALSHA` of it runs the rewritten script; `SCRIPT LOAD` answers
+ * it), so a client's script cache works unchanged. Every other script passes as sent.
+ *
  * Commands that would change the state of the shared connection (`MULTI`, `EXEC`, `WATCH`,
  * `SUBSCRIBE`, `SELECT`, `CLIENT REPLY`, …) are refused with a 400 error, as the Upstash REST API
  * refuses them. Blocking commands (`BLPOP`, …) work but block the bridge's single connection.
  *
  * @module
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorReply, MultiErrorReply, createClient } from "redis";
@@ -124,6 +130,49 @@ function toCommands(value: unknown): Command[] {
     throw new HttpError(400, "ERR the body must be a non-empty JSON array of commands");
   }
   return value.map((command, i) => toCommand(command, `command ${i + 1}`));
+}
+
+const UPSTASH_ONLY_FLAG = /^(#!lua[^\n]*?flags=)([^\s\n]*)/;
+
+function sha1(text: string): string {
+  return createHash("sha1").update(text).digest("hex");
+}
+
+/** The script without Upstash's `allow-key-locking` shebang flag, or undefined if it has none. */
+function withoutUpstashFlags(script: string): string | undefined {
+  const match = UPSTASH_ONLY_FLAG.exec(script);
+  if (match === null) return undefined;
+  const flags = (match[2] as string).split(",").filter((flag) => flag !== "allow-key-locking");
+  if (flags.length === (match[2] as string).split(",").length) return undefined;
+  const shebang = flags.length === 0 ? "#!lua" : `${match[1] as string}${flags.join(",")}`;
+  return shebang + script.slice(match[0].length);
+}
+
+/**
+ * Rewrites scripts that carry Upstash-only shebang flags (see the module notes): returns the
+ * command to send and how to map its reply back. `shas` maps a client's SHA-1 to the rewritten
+ * script's.
+ */
+function translateScripts(command: Command, shas: Map<string, string>): { command: Command; reply?: (value: unknown) => unknown } {
+  const name = command[0]!.toUpperCase();
+  if ((name === "EVAL" || name === "EVAL_RO") && command[1] !== undefined) {
+    const rewritten = withoutUpstashFlags(command[1]);
+    if (rewritten === undefined) return { command };
+    shas.set(sha1(command[1]), sha1(rewritten));
+    return { command: [command[0]!, rewritten, ...command.slice(2)] };
+  }
+  if ((name === "EVALSHA" || name === "EVALSHA_RO") && command[1] !== undefined) {
+    const mapped = shas.get(command[1].toLowerCase());
+    return mapped === undefined ? { command } : { command: [command[0]!, mapped, ...command.slice(2)] };
+  }
+  if (name === "SCRIPT" && command[1]?.toUpperCase() === "LOAD" && command[2] !== undefined) {
+    const rewritten = withoutUpstashFlags(command[2]);
+    if (rewritten === undefined) return { command };
+    const original = sha1(command[2]);
+    shas.set(original, sha1(rewritten));
+    return { command: [command[0]!, command[1]!, rewritten], reply: () => original };
+  }
+  return { command };
 }
 
 /** Why the bridge refuses a command, or undefined if it forwards it. */
@@ -224,11 +273,20 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
         (lastRedisError !== undefined && lastRedisError !== error ? ` (${lastRedisError.message})` : ""),
     );
 
+  /** Client script SHA-1 → the SHA-1 of the script as rewritten for redis-server. */
+  const shas = new Map<string, string>();
+
+  async function sendTranslated(command: Command): Promise<unknown> {
+    const t = translateScripts(command, shas);
+    const reply: unknown = await redis.sendCommand(t.command);
+    return t.reply === undefined ? reply : t.reply(reply);
+  }
+
   async function single(command: Command, base64: boolean): Promise<unknown> {
     const refused = refusal(command);
     if (refused !== undefined) throw new HttpError(400, refused);
     try {
-      return { result: encodeValue(await redis.sendCommand(command), base64, true) };
+      return { result: encodeValue(await sendTranslated(command), base64, true) };
     } catch (error) {
       if (error instanceof ErrorReply) throw new HttpError(400, error.message);
       throw unavailable(error);
@@ -240,7 +298,7 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
     const settled = await Promise.allSettled(
       commands.map((command) => {
         const refused = refusal(command);
-        return refused !== undefined ? Promise.reject(new RefusedCommand(refused)) : redis.sendCommand(command);
+        return refused !== undefined ? Promise.reject(new RefusedCommand(refused)) : sendTranslated(command);
       }),
     );
     return settled.map((outcome): Item => {
@@ -259,7 +317,7 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
       }
     }
     const multi = redis.multi();
-    for (const command of commands) multi.addCommand(command);
+    for (const command of commands) multi.addCommand(translateScripts(command, shas).command);
     let replies: unknown[];
     try {
       replies = await multi.exec();
