@@ -28,6 +28,7 @@ import {
   tokenBucket,
 } from "@sluice/core";
 import { type RateLimitVariables, rateLimiter } from "@sluice/hono";
+import { instrumentDecisions, instrumentStore } from "@sluice/otel";
 import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { logger } from "hono/logger";
@@ -167,7 +168,10 @@ const QUOTES = [
  * ```
  */
 export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
-  const store = options.store ?? new MemoryStore({ clock: options.clock ?? Date.now });
+  // OpenTelemetry: a span and a duration per store call, a count per decision; no-ops unless an
+  // SDK is registered (main.ts does with SLUICE_OTEL=console)
+  const store = instrumentStore(options.store ?? new MemoryStore({ clock: options.clock ?? Date.now }));
+  const onDecision = instrumentDecisions();
   const app = new Hono<DemoEnv>();
   if (options.log !== undefined) app.use(logger(options.log));
 
@@ -194,6 +198,7 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
       cost: (c) => ROUTE_COSTS[c.req.path] ?? 1,
       // whoami only looks: it peeks below instead of spending a request
       skip: (c) => c.req.path === "/api/whoami",
+      onDecision,
     }),
   );
 
@@ -226,7 +231,7 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
   );
 
   const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
-  app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress }), async (c) => {
+  app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress, onDecision }), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const { username, password } = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
     if (username === "demo" && password === "demo") {

@@ -2,7 +2,8 @@
  * Serves the demo API on Node.js and prints how to try it.
  *
  * `HOST` (default `127.0.0.1`) and `PORT` (default `8787`; `0` picks a free port) choose the
- * address. SIGINT and SIGTERM stop the server: it stops accepting connections, lets requests in
+ * address; `SLUICE_OTEL=console` turns on OpenTelemetry's console exporters (see telemetry.ts).
+ * SIGINT and SIGTERM stop the server: it stops accepting connections, lets requests in
  * flight finish, and exits 0 (or exits 1 if that takes more than 5 seconds).
  *
  * @module
@@ -10,6 +11,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { DEMO_API_KEYS, PLANS, createApp } from "./app.js";
+import { type Telemetry, startTelemetry } from "./telemetry.js";
 
 const DEFAULT_PORT = 8787;
 
@@ -25,6 +27,15 @@ function portFromEnv(value: string | undefined): number {
 
 const hostname = process.env.HOST || "127.0.0.1";
 const port = portFromEnv(process.env.PORT);
+// SLUICE_OTEL=console: the OpenTelemetry SDK with console exporters, started before the app is built
+let telemetry: Telemetry | undefined;
+try {
+  telemetry = startTelemetry(process.env.SLUICE_OTEL, process.env.SLUICE_OTEL_INTERVAL_MS);
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(1);
+}
+if (telemetry !== undefined) console.log(telemetry.description);
 const app = createApp({ log: (line) => console.log(line) });
 
 /** The commands printed at start, for the URL the server actually listens on. */
@@ -83,7 +94,8 @@ function stop(signal: NodeJS.Signals): void {
     console.error("requests still open after 5 s; exiting");
     process.exit(1);
   }, 5_000).unref();
-  server.close(() => process.exit(0));
+  // once the requests in flight are done: the last metrics export, then exit
+  server.close(() => void (telemetry?.shutdown() ?? Promise.resolve()).finally(() => process.exit(0)));
   // idle keep-alive connections would hold close() open
   if ("closeIdleConnections" in server) server.closeIdleConnections();
 }

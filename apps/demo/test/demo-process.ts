@@ -17,10 +17,11 @@ export interface DemoProcess {
   stop(): Promise<number | null>;
 }
 
-export function startDemo(): Promise<DemoProcess> {
+/** Starts the demo; `env` adds to the environment (e.g. `{ SLUICE_OTEL: "console" }`). */
+export function startDemo(env: Record<string, string> = {}): Promise<DemoProcess> {
   const child = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", "src/main.ts"], {
     cwd: demoDir,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", NO_COLOR: "1" },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", NO_COLOR: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
