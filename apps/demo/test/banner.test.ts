@@ -43,7 +43,8 @@ function groups(banner: string): Group[] {
 
 /** Runs one pasted line in bash, as a terminal would (no proxy between curl and the demo). */
 async function paste(command: string): Promise<string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(https?|all|no)_proxy$/i.test(name)));
+  // (Next.js's types, in the same root type-check, declare NODE_ENV required on ProcessEnv)
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(https?|all|no)_proxy$/i.test(name))) as NodeJS.ProcessEnv;
   const { stdout } = await run("bash", ["-c", command], { env, timeout: 15_000 });
   return stdout;
 }
