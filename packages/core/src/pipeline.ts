@@ -113,9 +113,9 @@ export interface PipelineCommonOptions<Args extends unknown[]> {
    * Called once for every request that got a decision (never for a skipped one), right after the
    * decision and before the response is built: for logs and metrics. It gets the decision and a
    * {@link DecisionInfo} (`keyHash`, `tier`, `route`) — never the key itself. It cannot break the
-   * request: what it throws, or a promise it returns that rejects, is swallowed, and the request
-   * never waits for it. The same function fits every adapter (`instrumentDecisions()` from
-   * `@sluice/otel` is one).
+   * request: what it throws, or a promise it returns that rejects, is swallowed, and such a promise
+   * is not awaited (keep the synchronous part short). The same function fits every adapter
+   * (`instrumentDecisions()` from `@sluice/otel` is one).
    * @default undefined
    * @example
    * ```ts
