@@ -6,179 +6,21 @@
  * path guarded by proxy.ts (Node.js runtime), a wrapped Node.js route handler and a wrapped edge
  * route handler.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RateLimiter, leakyBucket, tokenBucket } from "@sluice/core";
 import { UpstashStore } from "@sluice/redis";
-import { type RedisServer, freePort, startRedisServer } from "@sluice/testing/redis-server";
+import { type NextServer, get, nextBuild, nextStart, problem, rateLimitHeaders, requireBuilt, sequence } from "@sluice/testing/next-app";
+import { type RedisServer, startRedisServer } from "@sluice/testing/redis-server";
 import { type UpstashBridge, startUpstashBridge } from "@sluice/testing/upstash-bridge";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const appDir = fileURLToPath(new URL("..", import.meta.url));
-const nextBin = createRequire(join(appDir, "package.json")).resolve("next/dist/bin/next");
-
-/** Next.js resolves the workspace packages to their dist: they must be built. */
-const DIST = ["core", "next", "redis"].map((name) => [`@sluice/${name}`, join(appDir, `../../packages/${name}/dist/index.js`)] as const);
-
-function requireBuilt(): void {
-  const missing = DIST.filter(([, file]) => !existsSync(file));
-  if (missing.length > 0) {
-    throw new Error(
-      `[sluice] apps/next resolves the workspace packages to their built dist, and ${missing.map(([name]) => name).join(", ")} ` +
-        `${missing.length === 1 ? "is" : "are"} not built. Run \`pnpm run build\` at the repository root first (\`pnpm test\` does).`,
-    );
-  }
-}
-
-/** The environment of `next build` / `next start`: no Upstash unless asked, no test NODE_ENV. */
-function nextEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  // vitest sets NODE_ENV=test; next build and next start set their own
-  const dropped = new Set(["NODE_ENV", ...(extra.UPSTASH_REDIS_REST_URL === undefined ? ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN"] : [])]);
-  const inherited = Object.entries(process.env).filter(([name]) => !dropped.has(name));
-  // (Next.js's types declare NODE_ENV on ProcessEnv as required; this environment has none on purpose)
-  return { ...Object.fromEntries(inherited), NEXT_TELEMETRY_DISABLED: "1", ...extra } as unknown as NodeJS.ProcessEnv;
-}
-
-/** Every `next` process started here, killed (with its group) if the test process exits first. */
-const children = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const child of children) {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-});
-
-function spawnNext(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  // its own process group, so that stopping it stops whatever it forked
-  const child = spawn(process.execPath, [nextBin, ...args], { cwd: appDir, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let output = "";
-  const append = (chunk: Buffer) => {
-    output = (output + chunk.toString("utf8")).slice(-20_000);
-  };
-  child.stdout?.on("data", append);
-  child.stderr?.on("data", append);
-  const exited = new Promise<number | null>((resolve) => {
-    child.once("close", (code) => {
-      children.delete(child);
-      resolve(code);
-    });
-  });
-  return { child, output: () => output, exited };
-}
-
-async function nextBuild(): Promise<number> {
-  const startedAt = performance.now();
-  const build = spawnNext(["build"], nextEnv());
-  const code = await build.exited;
-  if (code !== 0) throw new Error(`[sluice] next build exited with ${code}:\n${build.output()}`);
-  return performance.now() - startedAt;
-}
-
-interface NextServer {
-  base: string;
-  stop(): Promise<void>;
-}
-
-async function nextStart(extraEnv: Record<string, string> = {}): Promise<NextServer> {
-  const port = await freePort();
-  const server = spawnNext(["start", "--port", String(port), "--hostname", "127.0.0.1"], nextEnv(extraEnv));
-  const base = `http://127.0.0.1:${port}`;
-  let exitCode: number | null | undefined;
-  void server.exited.then((code) => {
-    exitCode = code;
-  });
-  const stop = async () => {
-    if (exitCode !== undefined || server.child.pid === undefined) return;
-    process.kill(-server.child.pid, "SIGTERM");
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-(server.child.pid as number), "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }, 5_000);
-    await server.exited;
-    clearTimeout(timer);
-  };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exitCode !== undefined) throw new Error(`[sluice] next start exited with ${exitCode}:\n${server.output()}`);
-    try {
-      // matched by the proxy but skipped: readiness costs no quota
-      if ((await fetch(`${base}/api/guarded/health`)).status === 200) return { base, stop };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`[sluice] next start did not answer within 60 s:\n${server.output()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-interface Seen {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-async function get(base: string, path: string, apiKey: string): Promise<Seen> {
-  const response = await fetch(`${base}${path}`, { headers: { "x-api-key": apiKey } });
-  return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
-}
-
-const RATE_LIMIT_HEADERS = ["ratelimit-policy", "ratelimit", "x-ratelimit-limit", "x-ratelimit-remaining", "retry-after"];
-
-function rateLimitHeaders(seen: Seen): Record<string, string> {
-  return Object.fromEntries(Object.entries(seen.headers).filter(([name]) => RATE_LIMIT_HEADERS.includes(name)));
-}
-
-function problem(policy: string, retryAfterSeconds: number): string {
-  return JSON.stringify({
-    type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
-    title: "Request cannot be satisfied as assigned quota has been exceeded",
-    status: 429,
-    detail: `Quota of policy "${policy}" exceeded; retry after ${retryAfterSeconds} seconds.`,
-    retryAfter: retryAfterSeconds,
-    "violated-policies": [policy],
-  });
-}
-
-/**
- * Sends `count` requests with one fresh key (after one warm-up request with another key, so the
- * route is loaded and the sequence runs within a few ms) and checks X-RateLimit-Reset against the
- * binding policy's period: the i-th request's reset is i periods after the first one's `now`.
- */
-async function sequence(base: string, path: string, apiKey: string, count: number, periodMs: number): Promise<Seen[]> {
-  await get(base, path, `${apiKey}-warm-up`);
-  const startMs = Date.now();
-  const out: Seen[] = [];
-  for (let i = 0; i < count; i++) out.push(await get(base, path, apiKey));
-  const endMs = Date.now();
-  out.forEach((seen, index) => {
-    const units = Math.min(index + 1, count - 1);
-    const reset = Number(seen.headers["x-ratelimit-reset"]);
-    expect(reset).toBeGreaterThanOrEqual(Math.ceil((startMs + units * periodMs) / 1000));
-    expect(reset).toBeLessThanOrEqual(Math.ceil((endMs + units * periodMs) / 1000));
-  });
-  return out;
-}
-
-let buildMs = 0;
 
 beforeAll(async () => {
-  requireBuilt();
-  buildMs = await nextBuild();
-  console.info(`[sluice] next build took ${(buildMs / 1000).toFixed(1)} s`);
+  requireBuilt(appDir, ["core", "next", "redis"]);
+  const { ms } = await nextBuild(appDir);
+  console.info(`[sluice] next build took ${(ms / 1000).toFixed(1)} s`);
 }, 600_000);
 
 for (const store of ["memory", "upstash"] as const) {
@@ -191,9 +33,10 @@ for (const store of ["memory", "upstash"] as const) {
       if (store === "upstash") {
         redisServer = await startRedisServer();
         bridge = await startUpstashBridge({ redisUrl: redisServer.url });
-        server = await nextStart({ UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token });
+        // matched by the proxy but skipped: readiness costs no quota
+        server = await nextStart(appDir, { readyPath: "/api/guarded/health", env: { UPSTASH_REDIS_REST_URL: bridge.url, UPSTASH_REDIS_REST_TOKEN: bridge.token } });
       } else {
-        server = await nextStart();
+        server = await nextStart(appDir, { readyPath: "/api/guarded/health" });
       }
     }, 120_000);
 
