@@ -13,6 +13,7 @@
  * @module
  */
 import {
+  type BlockOption,
   type Policy,
   type PolicyResult,
   SluiceConfigError,
@@ -28,10 +29,14 @@ import {
 import { MAX_POLICIES, namespaceKey, storageKey } from "@sluice/core/store";
 
 /** A policy as plain data: the options its factory takes. */
-export type PolicySpec =
+export type PolicySpec = (
   | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; name: string; limit: number; windowMs: number }
   | { kind: "tokenBucket"; name: string; capacity: number; refillRate: number; intervalMs: number }
-  | { kind: "leakyBucket"; name: string; rate: number; periodMs: number; burst: number; queue: number };
+  | { kind: "leakyBucket"; name: string; rate: number; periodMs: number; burst: number; queue: number }
+) & {
+  /** The penalty box, in ms; absent when the policy has none. */
+  block?: { base: number; factor: number; max: number };
+};
 
 /** The fields every call to the object carries. */
 export interface LimiterCall {
@@ -81,6 +86,12 @@ export type ResetReply = null | Refusal;
 
 /** The plain-data form of a policy made by a core factory. */
 export function specOf(policy: Policy): PolicySpec {
+  const spec = algorithmSpecOf(policy);
+  const block = policy.block;
+  return block === undefined ? spec : { ...spec, block: { base: block.baseMs, factor: block.factor, max: block.maxMs } };
+}
+
+function algorithmSpecOf(policy: Policy): PolicySpec {
   switch (policy.kind) {
     case "fixedWindow":
     case "slidingWindow":
@@ -123,17 +134,19 @@ export function policiesFromJson(json: unknown): Policy[] {
       throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}] must be an object`);
     }
     const s = spec as Record<string, unknown>;
+    // the factory validates it, like every other field
+    const block = s.block as BlockOption | undefined;
     let policy: Policy;
     // the factories validate every field; numbers that are not numbers fail there
     switch (s.kind) {
       case "fixedWindow":
-        policy = fixedWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number });
+        policy = fixedWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
         break;
       case "slidingWindow":
-        policy = slidingWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number });
+        policy = slidingWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
         break;
       case "slidingLog":
-        policy = slidingLog({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number });
+        policy = slidingLog({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
         break;
       case "tokenBucket":
         policy = tokenBucket({
@@ -141,6 +154,7 @@ export function policiesFromJson(json: unknown): Policy[] {
           capacity: s.capacity as number,
           refillRate: s.refillRate as number,
           interval: s.intervalMs as number,
+          block,
         });
         break;
       case "leakyBucket":
@@ -150,6 +164,7 @@ export function policiesFromJson(json: unknown): Policy[] {
           period: s.periodMs as number,
           burst: s.burst as number,
           queue: s.queue as number,
+          block,
         });
         break;
       default:
@@ -223,7 +238,8 @@ function isResult(value: unknown): value is PolicyResult {
     typeof r.resetAt === "number" &&
     typeof r.retryAfterMs === "number" &&
     typeof r.delayMs === "number" &&
-    typeof r.refillAt === "number"
+    typeof r.refillAt === "number" &&
+    (r.blocked === undefined || r.blocked === true)
   );
 }
 

@@ -11,6 +11,26 @@
 import { type Duration, MAX_DURATION_MS, formatMs, toMs } from "./duration.js";
 import { SluiceConfigError, describe } from "./errors.js";
 
+/**
+ * The penalty box of a policy, parsed: when the policy denies, the key is blocked for
+ * `baseMs × factor^(n-1)` (at most `maxMs`), n being the offences within `maxMs` of the end of the
+ * previous block.
+ */
+export interface BlockSpec {
+  readonly baseMs: number;
+  /** A positive integer (integers keep every store's arithmetic exact). */
+  readonly factor: number;
+  readonly maxMs: number;
+}
+
+/**
+ * The `block` option of every policy: a duration (`"15m"`: every offence blocks for 15 minutes),
+ * or `{ base, factor, max }` to escalate repeated offences (`{ base: "1m", factor: 2, max: "1h" }`:
+ * 1, 2, 4, ... minutes, at most an hour). An offence within `max` of the end of the previous block
+ * counts as a repeat; after that the key starts again at `base`.
+ */
+export type BlockOption = Duration | { base: Duration; factor?: number; max?: Duration };
+
 interface PolicyCommon {
   /** Name used in headers (`RateLimit-Policy`) and in storage keys. */
   readonly name: string;
@@ -18,6 +38,8 @@ interface PolicyCommon {
   readonly limit: number;
   /** The `w` of `RateLimit-Policy`, in whole seconds. */
   readonly windowSeconds: number;
+  /** The penalty box: how long a denial blocks the key; absent when the policy has none. */
+  readonly block?: BlockSpec;
 }
 
 /** A counter per fixed window `floor(now / windowMs)`. */
@@ -82,6 +104,8 @@ export interface WindowOptions {
   window: Duration;
   /** Name for headers and keys. Default `"<limit>-per-<window>"`, e.g. `"100-per-1m"`. */
   name?: string;
+  /** Penalty box: when this policy denies, block the key for this long (see {@link BlockOption}). */
+  block?: BlockOption;
 }
 
 /** Options of {@link tokenBucket}. */
@@ -94,6 +118,8 @@ export interface TokenBucketOptions {
   interval?: Duration;
   /** Name for headers and keys. Default `"<capacity>-burst-<refillRate>-per-<interval>"`. */
   name?: string;
+  /** Penalty box: when this policy denies, block the key for this long (see {@link BlockOption}). */
+  block?: BlockOption;
 }
 
 /** Options of {@link leakyBucket}. */
@@ -112,6 +138,8 @@ export interface LeakyBucketOptions {
   queue?: number;
   /** Name for headers and keys. Default `"<burst>-burst-<rate>-per-<period>"` (`-queue-<n>` appended when queueing). */
   name?: string;
+  /** Penalty box: when this policy denies, block the key for this long (see {@link BlockOption}). */
+  block?: BlockOption;
 }
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
@@ -165,7 +193,7 @@ function windowPolicy<K extends "fixedWindow" | "slidingWindow" | "slidingLog">(
   }
   const name =
     options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, `${kind}: name`);
-  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000) });
+  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block, kind) });
 }
 
 /**
@@ -248,6 +276,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
     emissionIntervalUs,
     burst: capacity,
     queue: 0,
+    ...blockOf(options.block, "tokenBucket"),
   });
 }
 
@@ -282,7 +311,40 @@ export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
     burst,
     queue,
     emissionIntervalUs,
+    ...blockOf(options.block, "leakyBucket"),
   });
+}
+
+/** Parses the `block` option: `{}` when absent, else `{ block }`. */
+function blockOf(option: unknown, factory: string): { block?: BlockSpec } {
+  if (option === undefined) return {};
+  if (typeof option === "number" || typeof option === "string") {
+    const baseMs = toMs(option, `${factory}: block`);
+    return { block: Object.freeze({ baseMs, factor: 1, maxMs: baseMs }) };
+  }
+  if (typeof option !== "object" || option === null || Array.isArray(option)) {
+    throw new SluiceConfigError(`${factory}: block must be a duration like "15m" or { base, factor?, max? }; got ${describe(option)}`);
+  }
+  const o = option as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (k !== "base" && k !== "factor" && k !== "max") {
+      throw new SluiceConfigError(`${factory}: block takes base, factor and max; got an unknown option ${describe(k)}`);
+    }
+  }
+  const baseMs = toMs(o.base, `${factory}: block.base`);
+  const factor = o.factor === undefined ? 1 : positiveInt(o.factor, `${factory}: block.factor`);
+  const maxMs = o.max === undefined ? (factor === 1 ? baseMs : MAX_DURATION_MS) : toMs(o.max, `${factory}: block.max`);
+  if (maxMs < baseMs) {
+    throw new SluiceConfigError(`${factory}: block.max must be at least block.base; got base ${baseMs} ms and max ${maxMs} ms`);
+  }
+  return { block: Object.freeze({ baseMs, factor, maxMs }) };
+}
+
+/** How long the n-th offence (1-based) blocks, in ms: `baseMs × factor^(n-1)`, at most `maxMs`. */
+export function blockDurationMs(block: BlockSpec, offences: number): number {
+  let ms = block.baseMs;
+  for (let i = 1; i < offences && ms < block.maxMs; i++) ms = Math.min(block.maxMs, ms * block.factor);
+  return Math.min(ms, block.maxMs);
 }
 
 /** `ceil(count * spanMs / amount / 1000)`: the seconds an empty bucket takes to refill `count`. */
@@ -304,6 +366,11 @@ export function isPolicy(value: unknown): value is Policy {
   if (typeof value !== "object" || value === null) return false;
   const p = value as Record<string, unknown>;
   if (typeof p.name !== "string" || !NAME_RE.test(p.name) || !isCount(p.limit) || !isCount(p.windowSeconds)) return false;
+  if (p.block !== undefined) {
+    const b = p.block as Record<string, unknown> | null;
+    if (typeof b !== "object" || b === null || !isCount(b.baseMs) || !isCount(b.factor) || !isCount(b.maxMs)) return false;
+    if ((b.maxMs as number) < (b.baseMs as number) || (b.maxMs as number) > MAX_DURATION_MS) return false;
+  }
   switch (p.kind) {
     case "fixedWindow":
     case "slidingLog":

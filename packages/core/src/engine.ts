@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { Policy, PolicyKind } from "./algorithms.js";
+import { type Policy, type PolicyKind, blockDurationMs } from "./algorithms.js";
 import type { PolicyResult } from "./types.js";
 
 /** How many numbers of state each algorithm keeps per key. */
@@ -325,6 +325,24 @@ export interface Layout {
   readonly objStride: number;
   /** The largest cost every policy can admit; beyond it the request is `cost-exceeds-limit`. */
   readonly maxCost: number;
+  /**
+   * Per policy, where its penalty box sits in the key's numbers (`[blocked until (µs), offences]`,
+   * after every policy's own state), or -1 for a policy without `block`.
+   */
+  readonly blockOffsets: readonly number[];
+  /** Whether any policy has a penalty box. */
+  readonly hasBlock: boolean;
+}
+
+/** How many offences of a key are counted at most (the block stops growing long before). */
+const MAX_OFFENCES = 64;
+
+/** Results of a decision that started a block: its state must be written although it was denied. */
+const BLOCK_STARTED = new WeakSet<PolicyResult[]>();
+
+/** Whether `consumeAll` started a penalty box for these results (a denial that must still be written). */
+export function startedBlock(results: PolicyResult[]): boolean {
+  return BLOCK_STARTED.has(results);
 }
 
 /** Computes the state layout of a list of policies. */
@@ -341,7 +359,81 @@ export function layoutOf(policies: readonly Policy[]): Layout {
     objStride += OBJ_WIDTH[p.kind];
     max = Math.min(max, maxCost(p));
   }
-  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max };
+  const blockOffsets: number[] = [];
+  for (const p of policies) {
+    if (p.block === undefined) blockOffsets.push(-1);
+    else {
+      blockOffsets.push(numStride);
+      numStride += 2;
+    }
+  }
+  const hasBlock = blockOffsets.some((o) => o >= 0);
+  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock };
+}
+
+/**
+ * If a penalty box of the key is running: every policy's result, the blocked ones denying until
+ * the block ends (`reason: "blocked"`), the others reporting their state now. Writes nothing.
+ */
+function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number): PolicyResult[] | undefined {
+  const { policies, blockOffsets } = layout;
+  let blocked = false;
+  for (let i = 0; i < policies.length; i++) {
+    const bo = blockOffsets[i] as number;
+    if (bo >= 0 && (num[base + bo] as number) > nowUs) blocked = true;
+  }
+  if (!blocked) return undefined;
+  const results: PolicyResult[] = new Array(policies.length);
+  for (let i = 0; i < policies.length; i++) {
+    const r = stateNow(policies[i] as Policy, num, base + (layout.numOffsets[i] as number), obj, oBase + (layout.objOffsets[i] as number), nowUs);
+    const bo = blockOffsets[i] as number;
+    const until = bo >= 0 ? (num[base + bo] as number) : 0;
+    if (until > nowUs) markBlocked(r, nowUs, Math.ceil((until - nowUs) / 1000));
+    results[i] = r;
+  }
+  return results;
+}
+
+/** Turns a result into a penalty-box denial for `ms` more milliseconds. */
+function markBlocked(r: PolicyResult, nowUs: number, ms: number): void {
+  const nowMs = Math.floor(nowUs / 1000);
+  r.allowed = false;
+  r.remaining = 0;
+  r.retryAfterMs = ms;
+  r.delayMs = 0;
+  r.refillAt = nowMs + ms;
+  if (r.resetAt < r.refillAt) r.resetAt = r.refillAt;
+  r.blocked = true;
+}
+
+/**
+ * After a denial: each denying policy with a penalty box blocks the key (a cost that can never
+ * pass is not an offence). Escalates when the previous block ended at most `maxMs` ago.
+ */
+function startBlocks(layout: Layout, results: PolicyResult[], num: Float64Array, base: number, nowUs: number): void {
+  const { policies, blockOffsets } = layout;
+  for (let i = 0; i < policies.length; i++) {
+    const bo = blockOffsets[i] as number;
+    const r = results[i] as PolicyResult;
+    const block = (policies[i] as Policy).block;
+    if (bo < 0 || block === undefined || r.allowed || r.retryAfterMs === Infinity) continue;
+    const previousUntil = num[base + bo] as number;
+    const offences = previousUntil > 0 && nowUs <= previousUntil + block.maxMs * 1000 ? Math.min(MAX_OFFENCES, (num[base + bo + 1] as number) + 1) : 1;
+    const ms = blockDurationMs(block, offences);
+    num[base + bo] = nowUs + ms * 1000;
+    num[base + bo + 1] = offences;
+    markBlocked(r, nowUs, ms);
+    BLOCK_STARTED.add(results);
+  }
+}
+
+/** When (µs) a policy's penalty box is forgotten: `maxMs` after the block ends (0: none kept). */
+export function blockExpiresAtUs(layout: Layout, i: number, num: Float64Array, base: number): number {
+  const bo = layout.blockOffsets[i] as number;
+  const block = (layout.policies[i] as Policy).block;
+  if (bo < 0 || block === undefined) return 0;
+  const until = num[base + bo] as number;
+  return until > 0 ? until + block.maxMs * 1000 : 0;
 }
 
 /**
@@ -359,7 +451,10 @@ export function consumeAll(
 ): PolicyResult[] {
   const policies = layout.policies;
   const { numOffsets, objOffsets } = layout;
-  if (policies.length === 1) {
+  if (layout.hasBlock) {
+    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs);
+    if (blocked !== undefined) return blocked;
+  } else if (policies.length === 1) {
     return [evaluate(policies[0] as Policy, num, base, obj, oBase, nowUs, cost, true)];
   }
   const results: PolicyResult[] = new Array(policies.length);
@@ -376,6 +471,7 @@ export function consumeAll(
     if (allowed) results[i] = evaluate(p, num, off, obj, oOff, nowUs, cost, true);
     else if ((results[i] as PolicyResult).allowed) results[i] = stateNow(p, num, off, obj, oOff, nowUs);
   }
+  if (!allowed && layout.hasBlock) startBlocks(layout, results, num, base, nowUs);
   return results;
 }
 
@@ -389,6 +485,10 @@ export function peekAll(
   nowUs: number,
 ): PolicyResult[] {
   const policies = layout.policies;
+  if (layout.hasBlock) {
+    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs);
+    if (blocked !== undefined) return blocked;
+  }
   const results: PolicyResult[] = new Array(policies.length);
   for (let i = 0; i < policies.length; i++) {
     results[i] = peekPolicy(

@@ -143,6 +143,12 @@ function costOf(options: LimitOptions | undefined): number {
   return cost;
 }
 
+/** Whether a penalty box denies any of the policies (a loop: the denial path allocates nothing more). */
+function anyBlocked(policies: readonly PolicyResult[]): boolean {
+  for (let i = 0; i < policies.length; i++) if ((policies[i] as PolicyResult).blocked === true) return true;
+  return false;
+}
+
 /**
  * Combines per-policy results into a {@link Decision}. The binding policy is, when denied, the
  * denying policy with the largest `retryAfterMs` (first on ties); when allowed, the policy with the
@@ -164,7 +170,7 @@ export function toDecision(result: StoreResult, reason?: DecisionReason): Decisi
       delayMs: allowed ? r.delayMs : 0,
       policy: r.policy,
       policies,
-      reason: reason ?? (allowed ? "ok" : r.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
+      reason: reason ?? (allowed ? "ok" : r.blocked === true ? "blocked" : r.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
       pending: NO_PENDING,
       dryRun: false,
     };
@@ -199,7 +205,7 @@ export function toDecision(result: StoreResult, reason?: DecisionReason): Decisi
     delayMs,
     policy: binding.policy,
     policies,
-    reason: reason ?? (allowed ? "ok" : binding.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
+    reason: reason ?? (allowed ? "ok" : anyBlocked(policies) ? "blocked" : binding.retryAfterMs === Infinity ? "cost-exceeds-limit" : "limit"),
     pending: NO_PENDING,
     dryRun: false,
   };

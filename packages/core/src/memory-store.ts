@@ -1,5 +1,5 @@
 import type { Policy } from "./algorithms.js";
-import { type Layout, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
+import { type Layout, blockExpiresAtUs, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
@@ -245,6 +245,7 @@ class Slots {
         local * table.objStride + (objOffsets[i] as number),
       );
       if (expiry > nowUs) return false;
+      if (table.layout.hasBlock && blockExpiresAtUs(table.layout, i, table.num, local * table.numStride) > nowUs) return false;
     }
     return true;
   }
@@ -311,7 +312,8 @@ export class MemoryStore implements Store {
   bind(namespace: StoreNamespace): BoundStore {
     assertNamespace(namespace, "MemoryStore.bind");
     const layout = layoutOf(namespace.policies);
-    const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map(policyField).join("\u0000")}`;
+    // a penalty box adds numbers to a key's record: a namespace with one never shares a table with one without
+    const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map((p) => (p.block === undefined ? policyField(p) : `${policyField(p)}|block`)).join("\u0000")}`;
     const slots = this.#slots;
     return new MemoryBinding(slots, slots.table(id, layout), layout);
   }
@@ -329,7 +331,7 @@ class MemoryBinding implements BoundStore {
     this.#slots = slots;
     this.#table = table;
     this.#layout = layout;
-    this.#single = layout.policies.length === 1 ? layout.policies[0] : undefined;
+    this.#single = layout.policies.length === 1 && !layout.hasBlock ? layout.policies[0] : undefined;
     this.#scratchNum = new Float64Array(layout.numStride);
   }
 

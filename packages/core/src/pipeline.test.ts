@@ -274,7 +274,7 @@ describe("countWhen: only the requests that should count", () => {
           reset: async (key: string) => bound.reset(key),
           refund: async (key: string, cost: number, at: number | undefined) => {
             if (mode === "reject") throw new Error("store down");
-            return bound.refund(key, cost, at);
+            return bound.refund!(key, cost, at);
           },
         };
       },

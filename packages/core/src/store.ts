@@ -48,7 +48,7 @@
  * @module
  */
 import type { Policy } from "./algorithms.js";
-import { type Layout, NUM_WIDTH, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
+import { type Layout, NUM_WIDTH, blockExpiresAtUs, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
 import type { PolicyResult } from "./types.js";
@@ -84,6 +84,8 @@ export {
   peekAll,
   refundPolicy,
   refundAll,
+  startedBlock,
+  blockExpiresAtUs,
   layoutOf,
   expiresAtUs,
   maxCost,
@@ -125,6 +127,13 @@ export interface StateDecision {
 interface Plan {
   readonly layout: Layout;
   readonly fields: readonly string[];
+  /** Per policy, the field of its penalty box (`<field>|block`: `[expires, blocked until (µs), offences]`), or `undefined`. */
+  readonly blockFields: readonly (string | undefined)[];
+}
+
+/** The field holding a policy's penalty box next to its own (`<policyField>|block`). */
+export function blockField(policy: Policy): string {
+  return `${policyField(policy)}|block`;
 }
 
 const plans = new WeakMap<readonly Policy[], Plan>();
@@ -132,7 +141,11 @@ const plans = new WeakMap<readonly Policy[], Plan>();
 function planOf(policies: readonly Policy[]): Plan {
   let plan = plans.get(policies);
   if (plan === undefined) {
-    plan = { layout: layoutOf(policies), fields: policies.map(policyField) };
+    plan = {
+      layout: layoutOf(policies),
+      fields: policies.map(policyField),
+      blockFields: policies.map((p) => (p.block === undefined ? undefined : blockField(p))),
+    };
     plans.set(policies, plan);
   }
   return plan;
@@ -150,11 +163,20 @@ function isField(value: unknown): value is number[] {
  * as the empty state: losing state may only ever forget it.
  */
 function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num: Float64Array; obj: unknown[] } {
-  const { layout, fields } = plan;
+  const { layout, fields, blockFields } = plan;
   const num = new Float64Array(layout.numStride);
   const obj: unknown[] = new Array(layout.objStride);
   if (state === undefined || state === null || typeof state !== "object") return { num, obj };
   const policies = layout.policies;
+  for (let i = 0; i < policies.length; i++) {
+    const bf = blockFields[i];
+    if (bf === undefined) continue;
+    const value = (state as Record<string, unknown>)[bf];
+    if (!isField(value) || value.length !== 3 || (value[0] as number) <= nowUs) continue;
+    const bo = layout.blockOffsets[i] as number;
+    num[bo] = value[1] as number;
+    num[bo + 1] = value[2] as number;
+  }
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
     const value = (state as Record<string, unknown>)[fields[i] as string];
@@ -226,7 +248,11 @@ export function decideState(
   const { num, obj } = load(plan, state, nowUs);
   const results = consumeAll(plan.layout, num, 0, obj, 0, nowUs, cost);
   for (let i = 0; i < results.length; i++) {
-    if (!(results[i] as PolicyResult).allowed) return { policies: results, state: undefined, expiresAtUs: latestExpiry(state) };
+    if (!(results[i] as PolicyResult).allowed) {
+      // a denial writes nothing, unless it started a penalty box
+      if (startedBlock(results)) return { policies: results, ...written(plan, state, num, obj, nowUs) };
+      return { policies: results, state: undefined, expiresAtUs: latestExpiry(state) };
+    }
   }
   // allowed: every policy consumed
   return { policies: results, ...written(plan, state, num, obj, nowUs) };
@@ -262,6 +288,18 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
       for (let j = 0; j < NUM_WIDTH[policy.kind]; j++) value.push(num[off + j] as number);
     }
     next[field] = value;
+    if (at > latest) latest = at;
+  }
+  for (let i = 0; i < layout.policies.length; i++) {
+    const bf = plan.blockFields[i];
+    if (bf === undefined) continue;
+    const at = blockExpiresAtUs(layout, i, num, 0);
+    if (at <= nowUs) {
+      delete next[bf];
+      continue;
+    }
+    const bo = layout.blockOffsets[i] as number;
+    next[bf] = [at, num[bo] as number, num[bo + 1] as number];
     if (at > latest) latest = at;
   }
   return { state: next, expiresAtUs: latest };

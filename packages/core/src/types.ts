@@ -4,7 +4,7 @@ import type { Policy } from "./algorithms.js";
 export type MaybePromise<T> = T | Promise<T>;
 
 /** Why a decision came out the way it did (see {@link Decision.reason}). */
-export type DecisionReason = "ok" | "limit" | "cost-exceeds-limit" | "cached-deny" | "store-error" | "timeout";
+export type DecisionReason = "ok" | "limit" | "cost-exceeds-limit" | "cached-deny" | "blocked" | "store-error" | "timeout";
 
 /** The outcome for one configured policy. */
 export interface PolicyResult {
@@ -29,6 +29,11 @@ export interface PolicyResult {
    * ("effective window") is counted to it, so `t` never exceeds a denial's `Retry-After`.
    */
   refillAt: number;
+  /**
+   * `true` when the policy's penalty box (`block`) denies the key: the block began with this
+   * request, or is still running. Absent otherwise.
+   */
+  blocked?: boolean;
 }
 
 /**

@@ -5,13 +5,13 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA e16e83851a3bd5e71e1eb418ca08f5f8cd516c8a; below this header, the script byte for byte)
+-- (EVALSHA 2dbd2a43b2d069b7f9deeeac9b68804affb2cd70; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
--- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.
+-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
--- refill_at (ms: when the available quota next grows).
+-- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = tonumber(ARGV[1])
@@ -27,6 +27,14 @@ local now_ms = floor(now_us / 1000)
 local function next_unit_at(credit, full, step)
   if credit >= full then return now_ms end
   return now_ms + ceil(((floor(credit / step) + 1) * step - credit) / 1000)
+end
+-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)
+local function answer(...)
+  local out = { now_ms }
+  for _, r in ipairs({ ... }) do
+    for j = 1, 7 do out[#out + 1] = r[j] or 0 end
+  end
+  return out
 end
 local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
 local expires_at = tonumber(stored[4])
@@ -154,29 +162,22 @@ if ARGV[2] == 'r' then
   if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end
 end
 if ARGV[2] == 'p' or ARGV[2] == 'r' then
-  -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now
-  local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at = sw1_decide(1)
-  if sw1_allowed == 1 then
-    local _
-    _, sw1_remaining, sw1_reset_at, _, _, sw1_refill_at = sw1_decide(math.huge)
+  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now
+  local function peeked(decide)
+    local r = { decide(1) }
+    if r[1] == 1 then
+      local now = { decide(math.huge) }
+      r[2], r[3], r[6] = now[2], now[3], now[6]
+    end
+    return r
   end
-  local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at = fw2_decide(1)
-  if fw2_allowed == 1 then
-    local _
-    _, fw2_remaining, fw2_reset_at, _, _, fw2_refill_at = fw2_decide(math.huge)
-  end
-  local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at = tb3_decide(1)
-  if tb3_allowed == 1 then
-    local _
-    _, tb3_remaining, tb3_reset_at, _, _, tb3_refill_at = tb3_decide(math.huge)
-  end
-  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }
+  return answer(peeked(sw1_decide), peeked(fw2_decide), peeked(tb3_decide))
 end
 
-local sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at = sw1_decide(cost)
-local fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at = fw2_decide(cost)
-local tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at = tb3_decide(cost)
-if sw1_allowed == 1 and fw2_allowed == 1 and tb3_allowed == 1 then
+local sw1_result = { sw1_decide(cost) }
+local fw2_result = { fw2_decide(cost) }
+local tb3_result = { tb3_decide(cost) }
+if sw1_result[1] == 1 and fw2_result[1] == 1 and tb3_result[1] == 1 then
   local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
   if expires_at and expires_at >= expires then
     redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat))
@@ -185,22 +186,22 @@ if sw1_allowed == 1 and fw2_allowed == 1 and tb3_allowed == 1 then
     redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
     redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
   end
-  return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }
+  return answer(sw1_result, fw2_result, tb3_result)
 end
 -- denied: nothing was written; a policy that would have allowed reports its state unchanged
-if sw1_allowed == 1 then
-  local _
-  _, sw1_remaining, sw1_reset_at, _, _, sw1_refill_at = sw1_decide(math.huge)
-  sw1_retry_after, sw1_delay = 0, 0
+if sw1_result[1] == 1 then
+  local now = { sw1_decide(math.huge) }
+  sw1_result[2], sw1_result[3], sw1_result[6] = now[2], now[3], now[6]
+  sw1_result[4], sw1_result[5] = 0, 0
 end
-if fw2_allowed == 1 then
-  local _
-  _, fw2_remaining, fw2_reset_at, _, _, fw2_refill_at = fw2_decide(math.huge)
-  fw2_retry_after, fw2_delay = 0, 0
+if fw2_result[1] == 1 then
+  local now = { fw2_decide(math.huge) }
+  fw2_result[2], fw2_result[3], fw2_result[6] = now[2], now[3], now[6]
+  fw2_result[4], fw2_result[5] = 0, 0
 end
-if tb3_allowed == 1 then
-  local _
-  _, tb3_remaining, tb3_reset_at, _, _, tb3_refill_at = tb3_decide(math.huge)
-  tb3_retry_after, tb3_delay = 0, 0
+if tb3_result[1] == 1 then
+  local now = { tb3_decide(math.huge) }
+  tb3_result[2], tb3_result[3], tb3_result[6] = now[2], now[3], now[6]
+  tb3_result[4], tb3_result[5] = 0, 0
 end
-return { now_ms, sw1_allowed, sw1_remaining, sw1_reset_at, sw1_retry_after, sw1_delay, sw1_refill_at, fw2_allowed, fw2_remaining, fw2_reset_at, fw2_retry_after, fw2_delay, fw2_refill_at, tb3_allowed, tb3_remaining, tb3_reset_at, tb3_retry_after, tb3_delay, tb3_refill_at }
+return answer(sw1_result, fw2_result, tb3_result)

@@ -151,14 +151,14 @@ class ScriptBinding implements BoundStore {
 
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
-    if (!Array.isArray(reply) || reply.length !== 1 + 6 * n || !reply.every(Number.isSafeInteger)) {
+    if (!Array.isArray(reply) || reply.length !== 1 + 7 * n || !reply.every(Number.isSafeInteger)) {
       throw new SluiceStoreError(
-        `[sluice] [redis] malformed reply from the decide script: expected ${1 + 6 * n} integers; got ${preview(reply)}`,
+        `[sluice] [redis] malformed reply from the decide script: expected ${1 + 7 * n} integers; got ${preview(reply)}`,
       );
     }
     const policies: PolicyResult[] = new Array(n);
     for (let i = 0; i < n; i++) {
-      const b = 1 + i * 6;
+      const b = 1 + i * 7;
       const retry = reply[b + 3] as number;
       policies[i] = {
         policy: this.#names[i] as string,
@@ -170,6 +170,7 @@ class ScriptBinding implements BoundStore {
         delayMs: reply[b + 4] as number,
         refillAt: reply[b + 5] as number,
       };
+      if (reply[b + 6] === 1) (policies[i] as PolicyResult).blocked = true;
     }
     return { now: reply[0] as number, policies };
   }

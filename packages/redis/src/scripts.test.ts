@@ -73,7 +73,7 @@ describe("decideScript", () => {
       "sl4_new_log",
       "lb5_tat",
       "local function fw3_decide(c)",
-      "fw3_retry_after",
+      "fw3_result",
     ]) {
       expect(script).toContain(name);
     }

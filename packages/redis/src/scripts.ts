@@ -27,7 +27,7 @@
  * @module
  */
 import { SluiceConfigError } from "@sluice/core";
-import { MAX_POLICIES, type Policy, policyField } from "@sluice/core/store";
+import { MAX_POLICIES, type Policy, blockField as blockFieldOf, policyField } from "@sluice/core/store";
 import { sha1 } from "./sha1.js";
 
 /** A Lua script and the SHA-1 that `EVALSHA` names it by. */
@@ -346,16 +346,17 @@ export function decideScript(policies: readonly Policy[]): Script {
   }
   const names = policies.map((policy, k) => `${KIND_CODE[policy.kind]}${k + 1}`);
   const parts = policies.map((policy, k) => part(policy, k + 1));
-  const results = (p: string) => `${p}_allowed, ${p}_remaining, ${p}_reset_at, ${p}_retry_after, ${p}_delay, ${p}_refill_at`;
-  const reply = `{ now_ms, ${names.map(results).join(", ")} }`;
   const fields = policies.map((policy, k) => `${str(policyField(policy))}, ${parts[k]!.value}`).join(", ");
+  // penalty boxes: a field of their own per policy, read after '@expires'
+  const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
+  const answer = (results: string[]) => `answer(${results.join(", ")})`;
   const lines = [
-    `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}`).join(", ")}`,
-    "-- KEYS[1]: the identifier's hash, one field per policy plus '@expires'.",
+    `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}${policy.block === undefined ? "" : " with a penalty box"}`).join(", ")}`,
+    "-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.",
     "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and",
     "-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).",
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
-    "-- refill_at (ms: when the available quota next grows).",
+    "-- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     "local cost = tonumber(ARGV[1])",
@@ -376,8 +377,24 @@ export function decideScript(policies: readonly Policy[]): Script {
           "end",
         ]
       : []),
-    `local stored = redis.call('HMGET', KEYS[1], ${policies.map((policy) => str(policyField(policy))).join(", ")}, '${EXPIRES_FIELD}')`,
+    "-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)",
+    "local function answer(...)",
+    "  local out = { now_ms }",
+    "  for _, r in ipairs({ ... }) do",
+    "    for j = 1, 7 do out[#out + 1] = r[j] or 0 end",
+    "  end",
+    "  return out",
+    "end",
+    `local stored = redis.call('HMGET', KEYS[1], ${[...policies.map((policy) => str(policyField(policy))), `'${EXPIRES_FIELD}'`, ...blocked.map((b) => str(b.field))].join(", ")})`,
     `local expires_at = tonumber(stored[${policies.length + 1}])`,
+    ...blocked.flatMap((b, m) => [
+      `-- ${b.p}'s penalty box: "blocked until (µs):offences"`,
+      `local ${b.p}_block_until, ${b.p}_block_offences`,
+      "do",
+      `  local till, offences = match(stored[${policies.length + 2 + m}] or '', '^(%d+):(%d+)$')`,
+      `  ${b.p}_block_until, ${b.p}_block_offences = tonumber(till), tonumber(offences)`,
+      "end",
+    ]),
     "",
     ...parts.flatMap((x) => [x.describe, x.read, x.decide, ""]),
     "if ARGV[2] == 'r' then",
@@ -394,21 +411,40 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end",
     "  if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end",
     "end",
+    ...(blocked.length === 0
+      ? []
+      : [
+          `if (${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}) then`,
+          "  -- a penalty box runs: denied until it ends; the other policies report their state now",
+          "  local function while_blocked(decide, till)",
+          "    local r = { decide(math.huge) }",
+          "    r[1], r[4], r[5], r[7] = 1, 0, 0, 0",
+          "    if till and till > now_us then",
+          "      r[1], r[2], r[4] = 0, 0, ceil((till - now_us) / 1000)",
+          "      r[6] = now_ms + r[4]",
+          "      if r[3] < r[6] then r[3] = r[6] end",
+          "      r[7] = 1",
+          "    end",
+          "    return r",
+          "  end",
+          `  return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `${p}_block_until` : "nil"})`))}`,
+          "end",
+        ]),
     "if ARGV[2] == 'p' or ARGV[2] == 'r' then",
-    // peek: would a cost-1 request pass; remaining/resetAt of the state now (an infinite cost takes the denial path)
-    "  -- peek: whether a cost-1 request would pass, with remaining and reset_at of the state now",
-    ...names.map(
-      (p) => `  local ${results(p)} = ${p}_decide(1)
-  if ${p}_allowed == 1 then
-    local _
-    _, ${p}_remaining, ${p}_reset_at, _, _, ${p}_refill_at = ${p}_decide(math.huge)
-  end`,
-    ),
-    `  return ${reply}`,
+    "  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now",
+    "  local function peeked(decide)",
+    "    local r = { decide(1) }",
+    "    if r[1] == 1 then",
+    "      local now = { decide(math.huge) }",
+    "      r[2], r[3], r[6] = now[2], now[3], now[6]",
+    "    end",
+    "    return r",
+    "  end",
+    `  return ${answer(names.map((p) => `peeked(${p}_decide)`))}`,
     "end",
     "",
-    ...names.map((p) => `local ${results(p)} = ${p}_decide(cost)`),
-    `if ${names.map((p) => `${p}_allowed == 1`).join(" and ")} then`,
+    ...names.map((p) => `local ${p}_result = { ${p}_decide(cost) }`),
+    `if ${names.map((p) => `${p}_result[1] == 1`).join(" and ")} then`,
     ...parts.map((x) => x.prepare).filter((x) => x !== ""),
     `  local expires = max(${parts.map((x) => x.expiresUs).join(", ")})`,
     // The hash's TTL is pushed past the state's expiry with some slack, and only when the state
@@ -420,7 +456,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     `    redis.call('HSET', KEYS[1], ${fields}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
     "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
     "  end",
-    `  return ${reply}`,
+    `  return ${answer(names.map((p) => `${p}_result`))}`,
     "end",
   ];
   if (policies.length > 1) {
@@ -428,15 +464,40 @@ export function decideScript(policies: readonly Policy[]): Script {
     lines.push(
       "-- denied: nothing was written; a policy that would have allowed reports its state unchanged",
       ...names.map(
-        (p) => `if ${p}_allowed == 1 then
-  local _
-  _, ${p}_remaining, ${p}_reset_at, _, _, ${p}_refill_at = ${p}_decide(math.huge)
-  ${p}_retry_after, ${p}_delay = 0, 0
+        (p) => `if ${p}_result[1] == 1 then
+  local now = { ${p}_decide(math.huge) }
+  ${p}_result[2], ${p}_result[3], ${p}_result[6] = now[2], now[3], now[6]
+  ${p}_result[4], ${p}_result[5] = 0, 0
 end`,
       ),
     );
   }
-  lines.push(`return ${reply}`, "");
+  for (const { p, block, field } of blocked) {
+    const maxUs = block.maxMs * 1000;
+    lines.push(
+      `-- ${p} denied (a cost that can never pass is no offence): its penalty box starts, longer for a repeat within ${int(block.maxMs)} ms`,
+      `if ${p}_result[1] == 0 and ${p}_result[4] ~= -1 then`,
+      "  local offences = 1",
+      `  if ${p}_block_until and now_us <= ${p}_block_until + ${int(maxUs)} then offences = math.min(64, (${p}_block_offences or 0) + 1) end`,
+      `  local ms = ${int(block.baseMs)}`,
+      "  for _ = 2, offences do",
+      `    if ms >= ${int(block.maxMs)} then break end`,
+      `    ms = math.min(${int(block.maxMs)}, ms * ${int(block.factor)})`,
+      "  end",
+      "  local till = now_us + ms * 1000",
+      `  redis.call('HSET', KEYS[1], ${str(field)}, fmt('%.0f:%.0f', till, offences))`,
+      `  local keep = till + ${int(maxUs)}`,
+      "  if not expires_at or expires_at < keep then",
+      `    expires_at = keep + ${int(TTL_SLACK_US)}`,
+      `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+      "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
+      "  end",
+      `  ${p}_result[1], ${p}_result[2], ${p}_result[4], ${p}_result[5], ${p}_result[6], ${p}_result[7] = 0, 0, ms, 0, now_ms + ms, 1`,
+      `  if ${p}_result[3] < ${p}_result[6] then ${p}_result[3] = ${p}_result[6] end`,
+      "end",
+    );
+  }
+  lines.push(`return ${answer(names.map((p) => `${p}_result`))}`, "");
   const script = lines.join("\n");
   return { script, sha: sha1(script) };
 }

@@ -34,11 +34,11 @@ const GARBAGE: [string, unknown][] = [
   ["a status string", "OK"],
   ["an object", { result: [1] }],
   ["a short array", [1700000000000, 1, 4, 1700000060000]],
-  ["a long array", [1700000000000, 1, 4, 1700000060000, 0, 0, 1700000060000, 9]],
-  ["a string inside", [1700000000000, "1", 4, 1700000060000, 0, 0, 1700000060000]],
-  ["a fraction inside", [1700000000000, 1, 4.5, 1700000060000, 0, 0, 1700000060000]],
-  ["NaN inside", [1700000000000, 1, Number.NaN, 1700000060000, 0, 0, 1700000060000]],
-  ["null inside", [1700000000000, 1, null, 1700000060000, 0, 0, 1700000060000]],
+  ["a long array", [1700000000000, 1, 4, 1700000060000, 0, 0, 1700000060000, 0, 9]],
+  ["a string inside", [1700000000000, "1", 4, 1700000060000, 0, 0, 1700000060000, 0]],
+  ["a fraction inside", [1700000000000, 1, 4.5, 1700000060000, 0, 0, 1700000060000, 0]],
+  ["NaN inside", [1700000000000, 1, Number.NaN, 1700000060000, 0, 0, 1700000060000, 0]],
+  ["null inside", [1700000000000, 1, null, 1700000060000, 0, 0, 1700000060000, 0]],
 ];
 
 /** Fake clients of the three shapes, answering every script call with `reply` (or rejecting with it). */
@@ -66,7 +66,7 @@ describe("malformed replies are SluiceStoreError (a store failure), never a plai
       for (const [client, store] of fakes(async () => reply)) {
         const bound = store.bind({ prefix: "p", policies: [fixedWindow({ limit: 5, window: "1m" })] });
         await expect(Promise.resolve(bound.consume("k", 1)), client).rejects.toThrow(SluiceStoreError);
-        await expect(Promise.resolve(bound.peek("k")), client).rejects.toThrow(/\[sluice\] \[redis\] malformed reply from the decide script: expected 7 integers/);
+        await expect(Promise.resolve(bound.peek("k")), client).rejects.toThrow(/\[sluice\] \[redis\] malformed reply from the decide script: expected 8 integers/);
         const { reason, error } = await failureOf(store);
         expect(reason, client).toBe("store-error");
         expect(error, client).toBeInstanceOf(SluiceStoreError);

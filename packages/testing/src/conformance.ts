@@ -612,6 +612,67 @@ export function testStore(options: TestStoreOptions): void {
       });
     });
 
+    describe("penalty box (block)", () => {
+      it('block: "15m": the denial that starts it and every request until it ends are "blocked"', async () => {
+        const l = limiter(fixedWindow({ limit: 2, window: "1m", name: "login", block: "15m" }));
+        at(0);
+        await burst(l, "k", 2);
+        const third = await l.limit("k");
+        expect(brief(third)).toEqual({ allowed: false, remaining: 0, resetAt: 900_000, retryAfterMs: 900_000, delayMs: 0, reason: "blocked" });
+        expect(third.policies[0]).toMatchObject({ blocked: true, refillAt: T0 + 900_000 });
+        const headers = new Headers();
+        setRateLimitHeaders(headers, third, ["ietf"], l.policies);
+        expect([headers.get("RateLimit"), headers.get("Retry-After")]).toEqual(['"login";r=0;t=900', "900"]);
+        at(60_000); // the window has rolled, the block has not
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 840_000, reason: "blocked" });
+        expect(brief(await l.peek("k"))).toMatchObject({ allowed: false, retryAfterMs: 840_000, reason: "blocked" });
+        at(900_000 - 1);
+        expect((await l.limit("k")).reason).toBe("blocked");
+        at(900_000);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, remaining: 1, reason: "ok" });
+      });
+
+      it("escalates repeats within max of the last block's end, and starts again after a quiet spell", async () => {
+        const l = limiter(tokenBucket({ capacity: 1, refillRate: 1, interval: "1h", block: { base: "1s", factor: 2, max: "4s" } }));
+        at(0);
+        await l.limit("k");
+        const blocks: number[] = [];
+        let t = 0;
+        for (let i = 0; i < 5; i++) {
+          const d = await l.limit("k"); // denied by the empty bucket: a new block, each longer
+          expect(d.reason).toBe("blocked");
+          blocks.push(d.retryAfterMs);
+          t += d.retryAfterMs;
+          at(t);
+        }
+        expect(blocks).toEqual([1_000, 2_000, 4_000, 4_000, 4_000]);
+        at(t + 4_001); // more than max (4 s) after the last block ended: a first offence again
+        expect((await l.limit("k")).retryAfterMs).toBe(1_000);
+      });
+
+      it("blocks the key for every policy, consumes nothing meanwhile; reset lifts it; a cost that can never pass is no offence", async () => {
+        const l = limiter([
+          fixedWindow({ limit: 3, window: "1m", name: "burst", block: "10s" }),
+          fixedWindow({ limit: 100, window: "1h", name: "hourly" }),
+        ]);
+        at(0);
+        expect((await l.limit("k", { cost: 101 })).reason).toBe("cost-exceeds-limit");
+        expect((await l.limit("k")).allowed).toBe(true);
+        await burst(l, "k", 2);
+        const d = await l.limit("k");
+        expect(d.reason).toBe("blocked");
+        expect(d.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs, p.blocked])).toEqual([
+          ["burst", false, 0, 10_000, true],
+          ["hourly", true, 97, 0, undefined],
+        ]);
+        at(5_000);
+        await burst(l, "k", 3);
+        expect((await l.peek("k")).policies[1]!.remaining).toBe(97);
+        await l.reset("k");
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, reason: "ok" });
+      });
+    });
+
     describe("reference models", () => {
       it("decides like the naive reference model on random sequences", async () => {
         await fc.assert(
@@ -702,13 +763,20 @@ export async function replayCase(
   hooks: { limiter: (policies: Policy[]) => RateLimiter; setNow: (ms: number) => void },
 ): Promise<void> {
   const l = hooks.limiter(vectorCase.limits.map(policyFromSpec));
+  const decisions: Decision[] = [];
   for (const [i, step] of vectorCase.steps.entries()) {
     hooks.setNow(step.at);
     if (step.op === "reset") {
       await l.reset(step.key);
       continue;
     }
-    const decision = step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost ?? 1 });
+    const decision =
+      step.op === "peek"
+        ? await l.peek(step.key)
+        : step.op === "refund"
+          ? await l.refund(step.key, { cost: step.cost ?? 1, decision: step.of === undefined ? undefined : decisions[step.of] })
+          : await l.limit(step.key, { cost: step.cost ?? 1 });
+    decisions[i] = decision;
     expect(plain(decision), `${vectorCase.name}, step ${i} (${step.op} ${JSON.stringify(step.key)} cost ${step.cost ?? 1} at ${step.at})`).toEqual(step.expect);
   }
 }

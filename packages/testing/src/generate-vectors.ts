@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { MemoryStore, RateLimiter } from "@sluice/core";
+import { type Decision, MemoryStore, RateLimiter } from "@sluice/core";
 import { T0 } from "./conformance-constants.js";
 import { ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec } from "./vectors.js";
@@ -38,10 +38,16 @@ function randomCase(name: string, limits: PolicySpec[], seed: number, length: nu
     const r = rand();
     at += r < 0.4 ? 0 : r < 0.8 ? Math.floor(rand() * (spanMs / 8)) : Math.floor(rand() * spanMs * 1.5);
     const opRoll = rand();
-    const op = opRoll < 0.82 ? "limit" : opRoll < 0.96 ? "peek" : "reset";
+    const op = opRoll < 0.74 ? "limit" : opRoll < 0.84 ? "refund" : opRoll < 0.97 ? "peek" : "reset";
     const costRoll = rand();
     const cost = costRoll < 0.6 ? 1 : costRoll < 0.95 ? 1 + Math.floor(rand() * Math.max(1, Math.ceil(maxCost / 2))) : maxCost + 1;
-    plan.push(op === "limit" ? { at, op, key: pick(KEYS.slice(0, 3)), cost } : { at, op, key: pick(KEYS.slice(0, 3)) });
+    const key = pick(KEYS.slice(0, 3));
+    if (op === "refund") {
+      // half of the refunds name the latest limit step of the key, the others refund the latest charges
+      const earlier = plan.map((s, j) => (s.op === "limit" && s.key === key ? j : -1)).filter((j) => j >= 0);
+      const of = earlier.length > 0 && rand() < 0.5 ? earlier[earlier.length - 1] : undefined;
+      plan.push(of === undefined ? { at, op, key, cost: Math.min(cost, maxCost) } : { at, op, key, cost: Math.min(cost, maxCost), of });
+    } else plan.push(op === "limit" ? { at, op, key, cost } : { at, op, key });
   }
   return { name, limits, plan };
 }
@@ -49,12 +55,24 @@ function randomCase(name: string, limits: PolicySpec[], seed: number, length: nu
 function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] }): VectorCase {
   const policies = c.limits.map(policyFromSpec);
   const ref = new ReferenceLimiter(policies);
-  const steps: VectorStep[] = c.plan.map((s) => {
+  // what each allowed limit step charged and may still give back
+  const charged = new Map<number, number>();
+  const steps: VectorStep[] = c.plan.map((s, i) => {
     if (s.op === "reset") {
       ref.reset(s.key);
       return s;
     }
-    return { ...s, expect: s.op === "peek" ? ref.peek(s.key, s.at) : ref.limit(s.key, s.cost ?? 1, s.at) };
+    if (s.op === "refund") {
+      if (s.of === undefined) return { ...s, expect: ref.refund(s.key, s.cost ?? 1, undefined, s.at) };
+      const left = charged.get(s.of) ?? 0;
+      const units = Math.min(s.cost ?? 1, left);
+      charged.set(s.of, left - units);
+      return { ...s, expect: units === 0 ? ref.peek(s.key, s.at) : ref.refund(s.key, units, c.plan[s.of]!.at, s.at) };
+    }
+    if (s.op === "peek") return { ...s, expect: ref.peek(s.key, s.at) };
+    const expect = ref.limit(s.key, s.cost ?? 1, s.at);
+    if (expect.allowed) charged.set(i, s.cost ?? 1);
+    return { ...s, expect };
   });
   return { name: c.name, limits: c.limits, steps };
 }
@@ -62,13 +80,21 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
 async function verifyWithMemory(c: VectorCase): Promise<void> {
   let now = 0;
   const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => now }), limits: c.limits.map(policyFromSpec) });
+  const decisions: Decision[] = [];
   for (const [i, s] of c.steps.entries()) {
     now = s.at;
     if (s.op === "reset") {
       await limiter.reset(s.key);
       continue;
     }
-    const got = plain(s.op === "peek" ? await limiter.peek(s.key) : await limiter.limit(s.key, { cost: s.cost ?? 1 }));
+    const decision =
+      s.op === "peek"
+        ? await limiter.peek(s.key)
+        : s.op === "refund"
+          ? await limiter.refund(s.key, { cost: s.cost ?? 1, decision: s.of === undefined ? undefined : decisions[s.of] })
+          : await limiter.limit(s.key, { cost: s.cost ?? 1 });
+    decisions[i] = decision;
+    const got = plain(decision);
     if (JSON.stringify(got) !== JSON.stringify(s.expect)) {
       throw new Error(`MemoryStore disagrees with the reference in ${c.name} step ${i}:\n got  ${JSON.stringify(got)}\n want ${JSON.stringify(s.expect)}`);
     }
@@ -91,6 +117,36 @@ const handPicked: (Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
       { at: T0 + 1250, op: "peek", key: "k" },
       { at: T0 + 1250, op: "limit", key: "k", cost: 5 },
       { at: T0 + 1250, op: "limit", key: "k", cost: 101 },
+    ],
+  },
+  {
+    name: "penalty box: a login limit that blocks for 15 minutes; refunds and reset",
+    limits: [{ kind: "slidingLog", options: { limit: 3, window: "5m", name: "login", block: "15m" } }],
+    plan: [
+      ...Array.from({ length: 4 }, (_, i) => ({ at: T0 + i * 1000, op: "limit" as const, key: "k", cost: 1 })),
+      { at: T0 + 5_000, op: "peek", key: "k" },
+      { at: T0 + 6_000, op: "refund", key: "k", cost: 1, of: 0 },
+      { at: T0 + 903_000 - 1, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 903_000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 904_000, op: "refund", key: "k", cost: 1, of: 7 },
+      { at: T0 + 904_000, op: "limit", key: "k", cost: 3 },
+      { at: T0 + 905_000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 905_000, op: "reset", key: "k" },
+      { at: T0 + 905_000, op: "limit", key: "k", cost: 1 },
+    ],
+  },
+  {
+    name: "penalty box: escalating blocks (10 s, 30 s, 90 s, at most 2 min), forgotten after a quiet spell",
+    limits: [{ kind: "tokenBucket", options: { capacity: 2, refillRate: 1, interval: "1h", name: "burst", block: { base: "10s", factor: 3, max: "2m" } } }],
+    plan: [
+      { at: T0, op: "limit", key: "b", cost: 2 },
+      { at: T0, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 10_000, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 40_000, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 130_000, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 250_000, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 370_000 + 120_001, op: "limit", key: "b", cost: 1 },
+      { at: T0 + 370_000 + 120_001, op: "limit", key: "b", cost: 3 },
     ],
   },
   {
@@ -149,6 +205,15 @@ const tiers: PolicySpec[][] = [
   ],
 ];
 for (const [i, limits] of tiers.entries()) random.push(randomCase(`random several limits #${i + 1}`, limits, seed++, 120, 4000));
+const blocking: PolicySpec[][] = [
+  [{ kind: "fixedWindow", options: { limit: 3, window: "2s", block: "5s" } }],
+  [{ kind: "slidingLog", options: { limit: 4, window: "3s", block: { base: "1s", factor: 2, max: "8s" } } }],
+  [
+    { kind: "tokenBucket", options: { capacity: 3, refillRate: 2, name: "burst", block: { base: 500, factor: 3, max: "5s" } } },
+    { kind: "slidingWindow", options: { limit: 8, window: "4s", name: "sliding" } },
+  ],
+];
+for (const [i, limits] of blocking.entries()) random.push(randomCase(`random with a penalty box #${i + 1}`, limits, seed++, 120, 4000));
 
 const cases = [...handPicked, ...random].map(record);
 for (const c of cases) await verifyWithMemory(c);

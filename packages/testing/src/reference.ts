@@ -7,7 +7,7 @@
  * Time is whole milliseconds (the stores' test clocks are ms). Internally µs where the design says
  * µs (the bucket's emission interval), so the models match the design's integer definitions.
  */
-import type { Policy, PolicyResult } from "@sluice/core";
+import { type Policy, type PolicyResult, blockDurationMs } from "@sluice/core";
 
 /** One policy's model: `check` must not change state; `commit` applies an allowed request. */
 interface Model {
@@ -264,7 +264,30 @@ const SEARCH_LIMIT_MS = 40 * 86_400_000;
  */
 export class ReferenceLimiter {
   readonly #models = new Map<string, Model[]>();
+  /** Per key, per policy: the penalty box (blocked until, epoch ms; offences so far). */
+  readonly #blocks = new Map<string, { until: number; offences: number }[]>();
   constructor(readonly policies: readonly Policy[]) {}
+
+  #blocksOf(key: string): { until: number; offences: number }[] {
+    let blocks = this.#blocks.get(key);
+    if (!blocks) {
+      blocks = this.policies.map(() => ({ until: 0, offences: 0 }));
+      this.#blocks.set(key, blocks);
+    }
+    return blocks;
+  }
+
+  /** While a penalty box runs, every request is denied until it ends; the other policies report their state. */
+  #blockedResults(key: string, nowMs: number): PlainDecision | undefined {
+    const blocks = this.#blocksOf(key);
+    if (!blocks.some((b) => b.until > nowMs)) return undefined;
+    const results = this.#of(key).map((m, i) => {
+      const until = blocks[i]!.until;
+      const state = { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0 as number | null, delayMs: 0, refillAt: ReferenceLimiter.refillAt(m, nowMs) };
+      return until > nowMs ? blockedResult(state, nowMs, until - nowMs) : state;
+    });
+    return combine(results, nowMs);
+  }
 
   #of(key: string): Model[] {
     let models = this.#models.get(key);
@@ -309,13 +332,15 @@ export class ReferenceLimiter {
   }
 
   limit(key: string, cost: number, nowMs: number): PlainDecision {
+    const blocked = this.#blockedResults(key, nowMs);
+    if (blocked !== undefined) return blocked;
     const models = this.#of(key);
     const checks = models.map((m) => m.check(nowMs, cost));
     const allowed = checks.every((c) => c.allowed);
     // retry times are searched on the state before the request (a denied request changes nothing)
     const retries = checks.map((c, i) => (c.allowed ? 0 : ReferenceLimiter.retryAfter(models[i]!, nowMs, cost)));
     if (allowed) models.forEach((m) => m.commit(nowMs, cost));
-    const results = models.map((m, i) => {
+    const results: PlainDecision["policies"] = models.map((m, i) => {
       const c = checks[i]!;
       const refillAt = ReferenceLimiter.refillAt(m, nowMs);
       if (!allowed && c.allowed) return { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0, delayMs: 0, refillAt };
@@ -330,10 +355,25 @@ export class ReferenceLimiter {
         refillAt,
       };
     });
+    if (!allowed) {
+      // each denying policy with a penalty box blocks the key (a cost that can never pass does not)
+      const blocks = this.#blocksOf(key);
+      results.forEach((r, i) => {
+        const block = models[i]!.policy.block;
+        if (block === undefined || r.allowed || r.retryAfterMs === null) return;
+        const b = blocks[i]!;
+        b.offences = b.until > 0 && nowMs <= b.until + block.maxMs ? Math.min(64, b.offences + 1) : 1;
+        const ms = blockDurationMs(block, b.offences);
+        b.until = nowMs + ms;
+        results[i] = blockedResult(r, nowMs, ms);
+      });
+    }
     return combine(results, nowMs);
   }
 
   peek(key: string, nowMs: number): PlainDecision {
+    const blocked = this.#blockedResults(key, nowMs);
+    if (blocked !== undefined) return blocked;
     const models = this.#of(key);
     const results = models.map((m) => {
       const c = m.check(nowMs, 1);
@@ -354,6 +394,7 @@ export class ReferenceLimiter {
 
   reset(key: string): void {
     this.#models.delete(key);
+    this.#blocks.delete(key);
   }
 
   /** Gives `cost` units back to every policy for a request charged at `chargedAtMs` (`undefined`: the latest); answers as `peek`. */
@@ -361,6 +402,11 @@ export class ReferenceLimiter {
     for (const m of this.#of(key)) m.refund(nowMs, cost, chargedAtMs);
     return this.peek(key, nowMs);
   }
+}
+
+/** A policy's result as a penalty-box denial for `ms` more milliseconds. */
+function blockedResult(r: PlainDecision["policies"][number], nowMs: number, ms: number): PlainDecision["policies"][number] {
+  return { ...r, allowed: false, remaining: 0, retryAfterMs: ms, delayMs: 0, refillAt: nowMs + ms, resetAt: Math.max(r.resetAt, nowMs + ms), blocked: true };
 }
 
 function combine(results: PlainDecision["policies"], nowMs: number): PlainDecision {
@@ -383,7 +429,7 @@ function combine(results: PlainDecision["policies"], nowMs: number): PlainDecisi
     retryAfterMs: allowed ? 0 : binding.retryAfterMs,
     delayMs: allowed ? Math.max(...results.map((r) => r.delayMs)) : 0,
     policy: binding.policy,
-    reason: allowed ? "ok" : binding.retryAfterMs === null ? "cost-exceeds-limit" : "limit",
+    reason: allowed ? "ok" : results.some((r) => r.blocked === true) ? "blocked" : binding.retryAfterMs === null ? "cost-exceeds-limit" : "limit",
     policies: results,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * A third-party store built only on `@sluice/core/store` — the key schema and the pure
- * `decideState`/`peekState` over a JSON state — passes the same conformance suite as the stores
+ * `decideState`/`peekState`/`refundState` over a JSON state — passes the same conformance suite as the stores
  * Sluice ships. Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a
  * database or a KV store.
  */
@@ -12,6 +12,7 @@ import {
   assertNamespace,
   decideState,
   peekState,
+  refundState,
   storageKey,
 } from "@sluice/core/store";
 import { testStore } from "./conformance.js";
@@ -40,6 +41,13 @@ class JsonRecordStore implements Store {
       peek(key) {
         const now = nowUs();
         return { now: Math.floor(now / 1000), policies: peekState(namespace.policies, read(storageKey(namespace, key), now), now).policies };
+      },
+      refund(key, cost, chargedAt) {
+        const id = storageKey(namespace, key);
+        const now = nowUs();
+        const refunded = refundState(namespace.policies, read(id, now), now, cost, chargedAt);
+        if (refunded.state !== undefined) records.set(id, { json: JSON.stringify(refunded.state), expiresAtUs: refunded.expiresAtUs });
+        return { now: Math.floor(now / 1000), policies: refunded.policies };
       },
       reset(key) {
         records.delete(storageKey(namespace, key));

@@ -15,17 +15,25 @@ import fc from "fast-check";
 import type { PlainDecision } from "./reference.js";
 
 /** A policy as data: the factory's name and its options. */
-export type PolicySpec =
-  | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; options: { limit: number; window: number | string; name?: string } }
-  | { kind: "tokenBucket"; options: { capacity: number; refillRate: number; interval?: number | string; name?: string } }
-  | { kind: "leakyBucket"; options: { rate: number; period: number | string; burst: number; queue?: number; name?: string } };
+/** A policy's `block` option as data. */
+export type BlockSpecData = number | string | { base: number | string; factor?: number; max?: number | string };
 
-/** One step of a vector: at epoch ms `at`, run `op` for `key`; `expect` is the decision (none for reset). */
+export type PolicySpec =
+  | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; options: { limit: number; window: number | string; name?: string; block?: BlockSpecData } }
+  | { kind: "tokenBucket"; options: { capacity: number; refillRate: number; interval?: number | string; name?: string; block?: BlockSpecData } }
+  | { kind: "leakyBucket"; options: { rate: number; period: number | string; burst: number; queue?: number; name?: string; block?: BlockSpecData } };
+
+/**
+ * One step of a vector: at epoch ms `at`, run `op` for `key`; `expect` is the decision (none for
+ * reset). A refund gives `cost` units back, with the decision of step `of` (a `limit` step of the
+ * same key) when given: at most what that decision charged, in the window it was charged in.
+ */
 export interface VectorStep {
   at: number;
-  op: "limit" | "peek" | "reset";
+  op: "limit" | "peek" | "reset" | "refund";
   key: string;
   cost?: number;
+  of?: number;
   expect?: PlainDecision;
 }
 
@@ -52,8 +60,19 @@ export function policyFromSpec(spec: PolicySpec): Policy {
   }
 }
 
-/** Small random policies for property tests: limits that run out quickly, windows under a few seconds. */
+/** Small random policies for property tests: limits that run out quickly, windows under a few seconds; a penalty box now and then. */
 export function policySpecArbitrary(): fc.Arbitrary<PolicySpec> {
+  const block: fc.Arbitrary<BlockSpecData> = fc.oneof(
+    fc.constantFrom(300, 1000, 2500),
+    fc.record({ base: fc.constantFrom(200, 500), factor: fc.integer({ min: 1, max: 3 }), max: fc.constantFrom(1000, 4000) }),
+  );
+  const maybeBlock = fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: block, weight: 1 });
+  return fc.tuple(policySpecWithoutBlock(), maybeBlock).map(([spec, b]) =>
+    b === undefined ? spec : ({ ...spec, options: { ...spec.options, block: b } } as PolicySpec),
+  );
+}
+
+function policySpecWithoutBlock(): fc.Arbitrary<PolicySpec> {
   const window = fc.constantFrom(100, 250, 1000, 1500, 3000);
   return fc.oneof(
     fc.record({
