@@ -198,12 +198,12 @@ describe("pnpm --filter @sluice/worker-app dev (wrangler dev 4.86.0)", () => {
     const limitHeaders = seen.map(({ headers }) => Object.fromEntries(Object.entries(headers).filter(([name]) => names.includes(name))));
     expect(limitHeaders).toEqual([
       { "content-type": "application/json", "ratelimit-policy": policy, ratelimit: '"burst";r=2;t=10, "per-minute";r=4;t=60', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "2" },
-      { "content-type": "application/json", "ratelimit-policy": policy, ratelimit: '"burst";r=1;t=20, "per-minute";r=3;t=60', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
-      { "content-type": "application/json", "ratelimit-policy": policy, ratelimit: '"burst";r=0;t=30, "per-minute";r=2;t=60', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
+      { "content-type": "application/json", "ratelimit-policy": policy, ratelimit: '"burst";r=1;t=10, "per-minute";r=3;t=60', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
+      { "content-type": "application/json", "ratelimit-policy": policy, ratelimit: '"burst";r=0;t=10, "per-minute";r=2;t=60', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
       {
         "content-type": "application/problem+json",
         "ratelimit-policy": policy,
-        ratelimit: '"burst";r=0;t=30, "per-minute";r=2;t=60',
+        ratelimit: '"burst";r=0;t=10, "per-minute";r=2;t=60',
         "x-ratelimit-limit": "3",
         "x-ratelimit-remaining": "0",
         "retry-after": "10",
