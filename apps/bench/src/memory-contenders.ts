@@ -17,6 +17,9 @@ import {
   slidingWindow,
   tokenBucket,
 } from "@sluice/core";
+import { MemoryStore as ExpressMemoryStore } from "express-rate-limit";
+import { MemoryStore as HonoMemoryStore } from "hono-rate-limiter";
+import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { type Contender, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
 import { type Decide, type HeapResult, measureHeapHere } from "./lib/heap.js";
@@ -27,6 +30,103 @@ export type Algorithm = (typeof ALGORITHMS)[number];
 export const RLF = "rate-limiter-flexible";
 export const FLOOR = "naive floor";
 export const CLOCK_FLOOR = "floor + Date.now()";
+export const EXPRESS = "express-rate-limit MemoryStore";
+export const HONO_RL = "hono-rate-limiter MemoryStore";
+export const LIMITER = "limiter (token bucket)";
+
+/**
+ * The other peers, each measured in the process of the Sluice algorithm it implements: the two
+ * middleware memory stores are fixed windows, `limiter` is a token bucket.
+ */
+export const PEERS: Readonly<Partial<Record<Algorithm, readonly string[]>>> = {
+  fixedWindow: [EXPRESS, HONO_RL],
+  tokenBucket: [LIMITER],
+};
+
+/**
+ * express-rate-limit 8's `MemoryStore` (a fixed window): `increment(key)` answers the hits so far;
+ * the middleware allows while they are at most the limit. It counts denied requests too (as the
+ * middleware does).
+ */
+export function expressDecide(limit: number): (key: string) => Promise<boolean> {
+  const store = new ExpressMemoryStore();
+  store.init({ windowMs: 3_600_000 } as Parameters<ExpressMemoryStore["init"]>[0]);
+  return async function decide(key: string): Promise<boolean> {
+    const { totalHits } = await store.increment(key);
+    return totalHits <= limit;
+  };
+}
+
+/** hono-rate-limiter 0.5's `MemoryStore` (a fixed window), used as its middleware does. */
+export function honoDecide(limit: number): (key: string) => Promise<boolean> {
+  const store = new HonoMemoryStore();
+  store.init({ windowMs: 3_600_000 } as Parameters<HonoMemoryStore["init"]>[0]);
+  return async function decide(key: string): Promise<boolean> {
+    const { totalHits } = await store.increment(key);
+    return totalHits <= limit;
+  };
+}
+
+/**
+ * `limiter` 3: one `RateLimiter` (a token bucket) per key, made on the key's first request and kept
+ * in a `Map` (the library limits one stream; per-key limiting is the caller's `Map`), asked with
+ * `tryRemoveTokens(1)` (it never waits). Capacity `limit` per hour.
+ */
+export function limiterDecide(limit: number): (key: string) => Promise<boolean> {
+  const buckets = new Map<string, TokenLimiter>();
+  return async function decide(key: string): Promise<boolean> {
+    let bucket = buckets.get(key);
+    if (bucket === undefined) {
+      bucket = new TokenLimiter({ tokensPerInterval: limit, interval: "hour" });
+      buckets.set(key, bucket);
+    }
+    return bucket.tryRemoveTokens(1);
+  };
+}
+
+/** A peer's contender: the same loop as the floor's, written out again for its own call site. */
+export function peerContender(name: string, decide: (key: string) => Promise<boolean>, keys: readonly string[], expect: "allow" | "deny"): Contender {
+  const n = keys.length;
+  switch (name) {
+    case EXPRESS:
+      return {
+        name,
+        expect,
+        async run(ops: number): Promise<number> {
+          let allowed = 0;
+          for (let i = 0; i < ops; i++) if (await decide(keys[i % n] as string)) allowed++;
+          return allowed;
+        },
+      };
+    case HONO_RL:
+      return {
+        name,
+        expect,
+        async run(ops: number): Promise<number> {
+          let allowed = 0;
+          for (let i = 0; i < ops; i++) if (await decide(keys[i % n] as string)) allowed++;
+          return allowed;
+        },
+      };
+    default:
+      return {
+        name,
+        expect,
+        async run(ops: number): Promise<number> {
+          let allowed = 0;
+          for (let i = 0; i < ops; i++) if (await decide(keys[i % n] as string)) allowed++;
+          return allowed;
+        },
+      };
+  }
+}
+
+function peerDecide(name: string, quota: number): (key: string) => Promise<boolean> {
+  if (name === EXPRESS) return expressDecide(quota);
+  if (name === HONO_RL) return honoDecide(quota);
+  if (name === LIMITER) return limiterDecide(quota);
+  throw new Error(`unknown peer ${JSON.stringify(name)}`);
+}
 
 /**
  * Policies that never deny within a benchmark run. The sliding log keeps one entry per distinct
@@ -202,11 +302,13 @@ export async function scenarioContenders(algorithm: Algorithm, keys: readonly st
   const floor = naiveFloor(quota);
   const withClock = clockFloor(quota);
   const limiter = sluiceLimiter(expect === "allow" ? allowPolicy(algorithm) : denyPolicy(algorithm), Math.max(keys.length, 1));
+  const peers = (PEERS[algorithm] ?? []).map((name) => ({ name, decide: peerDecide(name, quota) }));
   if (expect === "deny") {
     for (const key of keys) {
       await rlf.consume(key);
       if (!(await floor(key)) || !(await withClock(key))) throw new Error("a floor denied a first request");
       if (!(await limiter.limit(key)).allowed) throw new Error(`${algorithm} denied a first request`);
+      for (const peer of peers) if (!(await peer.decide(key))) throw new Error(`${peer.name} denied a first request`);
     }
   }
   return [
@@ -214,6 +316,7 @@ export async function scenarioContenders(algorithm: Algorithm, keys: readonly st
     floorContender(floor, keys, expect),
     clockFloorContender(withClock, keys, expect),
     sluiceContender(algorithm, limiter, keys, expect),
+    ...peers.map((peer) => peerContender(peer.name, peer.decide, keys, expect)),
   ];
 }
 
@@ -246,6 +349,9 @@ export const heapSubjects: Readonly<Record<string, (keyCount: number) => Decide>
     return (key) => limiter.consume(key);
   },
   [FLOOR]: () => naiveFloor(100),
+  [EXPRESS]: () => expressDecide(100),
+  [HONO_RL]: () => honoDecide(100),
+  [LIMITER]: () => limiterDecide(100),
   ...Object.fromEntries(
     ALGORITHMS.map((a): [string, (keyCount: number) => Decide] => [
       a,

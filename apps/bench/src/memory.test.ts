@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { buildKeys, measureThroughput, median, pairedRatio, roundOps, shuffled } from "./lib/harness.js";
 import { markdownTable, target, verdict } from "./lib/report.js";
-import { CLOCK_FLOOR, FLOOR, RLF, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
+import { CLOCK_FLOOR, EXPRESS, FLOOR, HONO_RL, LIMITER, RLF, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
+import { agrees, formatStat, pairedStat, ratioStat } from "./lib/stats.js";
 import { TARGETS, type ThroughputRow, formatMemoryReport, runMemoryBench } from "./memory.js";
 
 const tiny = { rounds: 2, warmupMs: 0, targetRoundMs: 0, warmupOps: 5, opsPerRound: 20 };
@@ -20,6 +21,20 @@ describe("harness", () => {
     expect(pairedRatio(a, b)).toBe(2); // ratios 2, 3, 0.5
     expect(roundOps(123_456)).toBe(120_000);
     expect(roundOps(0.2)).toBe(1);
+  });
+
+  it("reports a ratio as the median of per-round ratios with min–max, unstable beyond ±10%", () => {
+    const steady = pairedStat([10, 11, 12], [10, 10, 10]);
+    expect(steady).toEqual({ median: 1.1, min: 1, max: 1.2, rounds: 3, stable: true });
+    expect(formatStat(steady)).toBe("1.10× (1.00–1.20)");
+    const jumpy = ratioStat([1, 1.5, 0.8]);
+    expect(jumpy.stable).toBe(false);
+    expect(formatStat(jumpy)).toBe("unstable (0.80–1.50)");
+    // two runs agree when both are stable and within ±10% of each other
+    expect(agrees(steady, ratioStat([1.15, 1.2, 1.25]))).toBe(true);
+    expect(agrees(steady, ratioStat([1.3, 1.3, 1.3]))).toBe(false);
+    expect(agrees(jumpy, steady)).toBe(false);
+    expect(agrees(undefined, steady)).toBe(false);
   });
 
   it("builds distinct keys and shuffles them the same way every time", () => {
@@ -51,6 +66,16 @@ describe("contenders", () => {
     }
   });
 
+  it("measure the peers beside the algorithm they implement, with the same expectations", async () => {
+    for (const expectation of ["allow", "deny"] as const) {
+      const fixed = await scenarioContenders("fixedWindow", buildKeys(expectation === "allow" ? 50 : 1), expectation);
+      expect(fixed.map((c) => c.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "fixedWindow", EXPRESS, HONO_RL]);
+      const bucket = await scenarioContenders("tokenBucket", buildKeys(expectation === "allow" ? 50 : 1), expectation);
+      expect(bucket.map((c) => c.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket", LIMITER]);
+      for (const c of [...fixed, ...bucket]) expect(await c.run(120)).toBe(expectation === "allow" ? 120 : 0);
+    }
+  });
+
   it("measure one algorithm in every scenario", async () => {
     const measured = await measureAlgorithm("tokenBucket", 50, tiny);
     expect(measured.map((m) => [m.scenario, m.keys])).toEqual([
@@ -59,7 +84,7 @@ describe("contenders", () => {
       ["deny", 1],
     ]);
     for (const m of measured) {
-      expect(m.results.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket"]);
+      expect(m.results.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket", LIMITER]);
       for (const r of m.results) {
         expect(r.opsPerRound).toBe(20);
         expect(r.roundOpsPerSec).toHaveLength(2);
@@ -101,7 +126,7 @@ describe("report", () => {
       ["deny", "deny path (1 exhausted key)", 1, "deny"],
     ]);
     for (const s of report.scenarios) {
-      expect(s.rows.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket"]);
+      expect(s.rows.map((r) => r.name)).toEqual([RLF, FLOOR, CLOCK_FLOOR, "tokenBucket", LIMITER]);
       const [rlf, floor, , sluice] = s.rows as [ThroughputRow, ThroughputRow, ThroughputRow, ThroughputRow];
       expect(rlf.vsRlf).toBe(1);
       expect(floor.vsFloor).toBe(1);
@@ -110,7 +135,12 @@ describe("report", () => {
         [RLF, ">=", TARGETS.vsRlf[s.id], sluice.vsRlf],
         [FLOOR, ">=", TARGETS.vsFloor, sluice.vsFloor],
       ]);
-      for (const r of s.rows) expect(Number.isFinite(r.opsPerSec) && r.opsPerSec > 0).toBe(true);
+      for (const r of s.rows) {
+        expect(Number.isFinite(r.opsPerSec) && r.opsPerSec > 0).toBe(true);
+        expect(r.stats.vsRlf.rounds).toBe(2);
+        expect(r.stats.vsRlf.median).toBe(r.vsRlf);
+        expect(r.stats.vsRlf.min).toBeLessThanOrEqual(r.stats.vsRlf.max);
+      }
     }
     expect(report.memory.map((m) => [m.subject, m.keys, m.targets.map((t) => [t.op, t.bound])])).toEqual([
       [FLOOR, 1000, []],

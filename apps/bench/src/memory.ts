@@ -10,7 +10,8 @@
  *
  * @module
  */
-import { type ThroughputOptions, type ThroughputResult, median, pairedRatio } from "./lib/harness.js";
+import { type ThroughputOptions, type ThroughputResult, median } from "./lib/harness.js";
+import { type RatioStat, perRoundRatios, ratioStat } from "./lib/stats.js";
 import { runInChild } from "./lib/child.js";
 import type { HeapResult } from "./lib/heap.js";
 import {
@@ -31,6 +32,7 @@ import {
   type Algorithm,
   CLOCK_FLOOR,
   FLOOR,
+  PEERS,
   RLF,
   SCENARIOS,
   type ScenarioId,
@@ -53,8 +55,8 @@ export interface MemoryBenchOptions extends ThroughputOptions {
 
 export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   rounds: 7,
-  warmupMs: 300,
-  targetRoundMs: 300,
+  warmupMs: 250,
+  targetRoundMs: 250,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };
@@ -81,6 +83,8 @@ export interface ThroughputRow {
   readonly vsClockFloor: number;
   /** Empty for the baselines. */
   readonly targets: Target[];
+  /** The same ratios with their spread over rounds (min–max, stable within ±10% or not). */
+  readonly stats: { readonly vsRlf: RatioStat; readonly vsFloor: RatioStat; readonly vsClockFloor: RatioStat };
   /** Every process's raw result for this contender. */
   readonly runs: ThroughputResult[];
 }
@@ -121,15 +125,19 @@ function find(results: readonly ThroughputResult[], name: string): ThroughputRes
 function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, ScenarioMeasurement>): ScenarioReport {
   const measurements = [...perAlgorithm.values()];
   const row = (name: string, pick: (m: ScenarioMeasurement) => ThroughputResult[]): ThroughputRow => {
-    const ratios = (against: string) => median(measurements.flatMap((m) => pick(m).map((r) => pairedRatio(r, find(m.results, against)))));
+    // every round's ratio, pooled over the processes that measured this contender
+    const stat = (against: string) =>
+      ratioStat(measurements.flatMap((m) => pick(m).flatMap((r) => perRoundRatios(r.roundOpsPerSec, find(m.results, against).roundOpsPerSec))));
     const runs = measurements.flatMap(pick);
+    const stats = { vsRlf: stat(RLF), vsFloor: stat(FLOOR), vsClockFloor: stat(CLOCK_FLOOR) };
     return {
       name,
       opsPerSec: median(runs.map((r) => r.opsPerSec)),
-      vsRlf: ratios(RLF),
-      vsFloor: ratios(FLOOR),
-      vsClockFloor: ratios(CLOCK_FLOOR),
+      vsRlf: stats.vsRlf.median,
+      vsFloor: stats.vsFloor.median,
+      vsClockFloor: stats.vsClockFloor.median,
       targets: [],
+      stats,
       runs,
     };
   };
@@ -138,6 +146,9 @@ function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, Sce
     const r = row(algorithm, (x) => (x === m ? [find(x.results, algorithm)] : []));
     rows.push({ ...r, targets: [target(RLF, ">=", TARGETS.vsRlf[id], r.vsRlf), target(FLOOR, ">=", TARGETS.vsFloor, r.vsFloor)] });
   }
+  // the other peers, each from the process of the algorithm it implements
+  const peers = new Set([...perAlgorithm.keys()].flatMap((a) => PEERS[a] ?? []));
+  for (const peer of peers) rows.push(row(peer, (m) => m.results.filter((r) => r.name === peer)));
   const scenario = SCENARIOS[id];
   const keys = measurements[0]?.keys ?? 0;
   return { id, title: id === "many" ? `${keys.toLocaleString("en-US")} keys` : scenario.title, keys, expect: scenario.expect, rows };

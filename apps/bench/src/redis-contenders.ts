@@ -21,6 +21,7 @@
 import { type Policy, RateLimiter, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
 import { RedisStore, UpstashStore } from "@sluice/redis";
 import { startUpstashBridge } from "@sluice/testing/upstash-bridge";
+import { Ratelimit } from "@upstash/ratelimit";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import IORedis from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
@@ -345,8 +346,10 @@ export async function measureTcp(url: string, options: TcpOptions): Promise<TcpS
   return out;
 }
 
-/** One UpstashStore figure: decisions made with `callers` in flight and the HTTP requests they took. */
+/** One HTTP figure: decisions made with `callers` in flight and the HTTP requests they took. */
 export interface UpstashMeasurement {
+  /** Who decided: Sluice's `UpstashStore` (the tier, or one limit) or `@upstash/ratelimit`. */
+  readonly contender: string;
   readonly callers: number;
   readonly decisions: number;
   /** HTTP requests the bridge received. */
@@ -370,6 +373,8 @@ export interface UpstashOptions {
   concurrentCallers: number;
   /** Keys the decisions cycle through. */
   keyCount: number;
+  /** Contenders to measure (default: all of {@link UPSTASH_CONTENDERS}). */
+  contenders?: string[];
 }
 
 /**
@@ -378,50 +383,118 @@ export interface UpstashOptions {
  * with the three-limit tier; counts the bridge's HTTP requests for sequential decisions and for
  * `concurrentCallers` callers in flight. Every decision must be allowed by Redis (`reason: "ok"`).
  */
+export const UPSTASH_SLUICE_TIER = "Sluice UpstashStore, tier (3 limits)";
+export const UPSTASH_SLUICE_FIXED = "Sluice UpstashStore, fixedWindow";
+export const UPSTASH_SLUICE_SLIDING = "Sluice UpstashStore, slidingWindow";
+export const UPSTASH_SLUICE_BUCKET = "Sluice UpstashStore, tokenBucket";
+export const UPSTASH_RL_FIXED = "@upstash/ratelimit fixedWindow";
+export const UPSTASH_RL_SLIDING = "@upstash/ratelimit slidingWindow";
+export const UPSTASH_RL_BUCKET = "@upstash/ratelimit tokenBucket";
+/** Every contender of the HTTP (Upstash REST) figures, in table order. */
+export const UPSTASH_CONTENDERS = [
+  UPSTASH_SLUICE_TIER,
+  UPSTASH_SLUICE_FIXED,
+  UPSTASH_RL_FIXED,
+  UPSTASH_SLUICE_SLIDING,
+  UPSTASH_RL_SLIDING,
+  UPSTASH_SLUICE_BUCKET,
+  UPSTASH_RL_BUCKET,
+] as const;
+
+type Decide = (key: string) => Promise<string | undefined>;
+
+/** A decide function per contender: resolves `undefined` for an allowed decision, else why not. */
+function upstashDecider(name: string, client: UpstashRedis): Decide {
+  const sluice = (limits: Policy[], prefix: string): Decide => {
+    const limiter = new RateLimiter({ store: new UpstashStore(client), limits, prefix, onStoreError: "deny" });
+    return async (key) => {
+      const d = await limiter.limit(key);
+      return d.allowed && d.reason === "ok" ? undefined : `allowed ${d.allowed}, reason ${d.reason}`;
+    };
+  };
+  const upstash = (limiter: ConstructorParameters<typeof Ratelimit>[0]["limiter"], prefix: string): Decide => {
+    // analytics off (its default) and no ephemeral cache: one decision, one script call
+    const ratelimit = new Ratelimit({ redis: client, limiter, prefix, analytics: false, ephemeralCache: false });
+    return async (key) => {
+      const r = await ratelimit.limit(key);
+      await r.pending;
+      return r.success ? undefined : `success ${r.success}, reason ${String(r.reason)}`;
+    };
+  };
+  switch (name) {
+    case UPSTASH_SLUICE_TIER:
+      return sluice(sluiceLimits(SLUICE_TIER), "bench-upstash");
+    case UPSTASH_SLUICE_FIXED:
+      return sluice([fixedWindow({ limit: NEVER, window: "1h" })], "bench-upstash-fw");
+    case UPSTASH_SLUICE_SLIDING:
+      return sluice([slidingWindow({ limit: NEVER, window: "1m" })], "bench-upstash-sw");
+    case UPSTASH_SLUICE_BUCKET:
+      return sluice([tokenBucket({ capacity: NEVER, refillRate: NEVER })], "bench-upstash-tb");
+    case UPSTASH_RL_FIXED:
+      return upstash(Ratelimit.fixedWindow(NEVER, "1 h"), "bench-url-fw");
+    case UPSTASH_RL_SLIDING:
+      return upstash(Ratelimit.slidingWindow(NEVER, "1 m"), "bench-url-sw");
+    case UPSTASH_RL_BUCKET:
+      return upstash(Ratelimit.tokenBucket(NEVER, "1 s", NEVER), "bench-url-tb");
+    default:
+      throw new Error(`unknown Upstash contender ${JSON.stringify(name)}`);
+  }
+}
+
+/**
+ * Child-process entry: each contender of {@link UPSTASH_CONTENDERS} with the real `@upstash/redis`
+ * client (its default auto-pipelining on, `retry: false`) through the Upstash-REST bridge to the
+ * redis-server at `url`: Sluice's `UpstashStore` (the three-limit tier and each one-limit
+ * algorithm) and `@upstash/ratelimit` 2 (the same algorithms). Counts the bridge's HTTP requests
+ * and the Redis commands they carried, for sequential decisions and for `concurrentCallers`
+ * callers in flight. Every decision must be allowed (Sluice: by Redis, `reason: "ok"`).
+ */
 export async function measureUpstash(url: string, options: UpstashOptions): Promise<UpstashMeasurement[]> {
+  const contenders = options.contenders ?? UPSTASH_CONTENDERS;
   const bridge = await startUpstashBridge({ redisUrl: url });
+  const out: UpstashMeasurement[] = [];
   try {
-    const limiter = new RateLimiter({
-      store: new UpstashStore(new UpstashRedis({ url: bridge.url, token: bridge.token, retry: false })),
-      limits: sluiceLimits(SLUICE_TIER),
-      prefix: "bench-upstash",
-      onStoreError: "deny",
-    });
     const keys = shuffled(buildKeys(options.keyCount));
     const n = keys.length;
-    let bad: string | undefined;
-    const decide = async (i: number) => {
-      const d = await limiter.limit(keys[i % n] as string);
-      if (!d.allowed || d.reason !== "ok") bad ??= `decision ${i}: allowed ${d.allowed}, reason ${d.reason}`;
-    };
-    const measure = async (callers: number, decisions: number): Promise<UpstashMeasurement> => {
-      bridge.resetCounts();
-      let next = 0;
-      const start = performance.now();
-      const caller = async () => {
-        while (next < decisions) await decide(next++);
+    for (const name of contenders) {
+      // a client per contender: auto-pipelining batches only its own calls
+      const decideOne = upstashDecider(name, new UpstashRedis({ url: bridge.url, token: bridge.token, retry: false }));
+      let bad: string | undefined;
+      const decide = async (i: number) => {
+        const why = await decideOne(keys[i % n] as string);
+        if (why !== undefined) bad ??= `decision ${i}: ${why}`;
       };
-      const all: Promise<void>[] = [];
-      for (let c = 0; c < callers; c++) all.push(caller());
-      await Promise.all(all);
-      const elapsedMs = performance.now() - start;
-      if (bad !== undefined) throw new Error(`UpstashStore: a decision was not an allowed decision from Redis (${bad})`);
-      const counts = bridge.counts;
-      return {
-        callers,
-        decisions,
-        requests: counts.total,
-        byPath: counts.byPath,
-        commands: counts.commands,
-        requestsPerDecision: counts.total / decisions,
-        commandsPerDecision: counts.commands / decisions,
-        opsPerSec: (decisions * 1000) / elapsedMs,
+      const measure = async (callers: number, decisions: number): Promise<UpstashMeasurement> => {
+        bridge.resetCounts();
+        let next = 0;
+        const start = performance.now();
+        const caller = async () => {
+          while (next < decisions) await decide(next++);
+        };
+        const all: Promise<void>[] = [];
+        for (let c = 0; c < callers; c++) all.push(caller());
+        await Promise.all(all);
+        const elapsedMs = performance.now() - start;
+        if (bad !== undefined) throw new Error(`${name}: a decision was not an allowed decision (${bad})`);
+        const counts = bridge.counts;
+        return {
+          contender: name,
+          callers,
+          decisions,
+          requests: counts.total,
+          byPath: counts.byPath,
+          commands: counts.commands,
+          requestsPerDecision: counts.total / decisions,
+          commandsPerDecision: counts.commands / decisions,
+          opsPerSec: (decisions * 1000) / elapsedMs,
+        };
       };
-    };
-    // warm-up: loads the script if Redis lacks it (EVALSHA, NOSCRIPT, EVAL) and compiles the path
-    await measure(1, 20);
-    await measure(options.concurrentCallers, options.concurrentCallers * 2);
-    return [await measure(1, options.sequentialDecisions), await measure(options.concurrentCallers, options.concurrentDecisions)];
+      // warm-up: loads the scripts if Redis lacks them (EVALSHA, NOSCRIPT, EVAL) and compiles the path
+      await measure(1, 20);
+      await measure(options.concurrentCallers, options.concurrentCallers * 2);
+      out.push(await measure(1, options.sequentialDecisions), await measure(options.concurrentCallers, options.concurrentDecisions));
+    }
+    return out;
   } finally {
     await bridge.close();
   }

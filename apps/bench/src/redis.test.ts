@@ -8,7 +8,16 @@ import { pingRedis } from "@sluice/testing/redis-server";
 import { describe, expect, it } from "vitest";
 import { type Contender, type RunPhase, measureThroughput } from "./lib/harness.js";
 import { target, verdict } from "./lib/report.js";
-import { CEILING, RLF, SLUICE_KIND, SLUICE_TIER, SLUICE_TOKEN_BUCKET, TCP_CONTENDERS } from "./redis-contenders.js";
+import {
+  CEILING,
+  RLF,
+  SLUICE_KIND,
+  SLUICE_TIER,
+  SLUICE_TOKEN_BUCKET,
+  TCP_CONTENDERS,
+  UPSTASH_RL_SLIDING,
+  UPSTASH_SLUICE_TIER,
+} from "./redis-contenders.js";
 import { TARGETS, formatRedisReport, runRedisBench } from "./redis.js";
 
 describe("harness hooks and targets", () => {
@@ -55,7 +64,7 @@ describe("redis bench", () => {
       opsPerRound: 40,
       inFlight: 5,
       keyCounts: [1, 50],
-      upstash: { sequentialDecisions: 6, concurrentDecisions: 60, concurrentCallers: 20, keyCount: 50 },
+      upstash: { sequentialDecisions: 6, concurrentDecisions: 60, concurrentCallers: 20, keyCount: 50, contenders: [UPSTASH_SLUICE_TIER, UPSTASH_RL_SLIDING] },
     });
     expect(await pingRedis(report.server.port)).toBe(false);
     expect(report.server.version).toMatch(/^\d+\.\d+/);
@@ -87,11 +96,16 @@ describe("redis bench", () => {
       expect(ceiling?.profile.commands).toEqual({ evalsha: 1, incr: 1 });
     }
 
-    expect(report.upstash.map((u) => [u.callers, u.decisions, u.commandsPerDecision])).toEqual([
-      [1, 6, 1],
-      [20, 60, 1],
+    expect(report.upstash.map((u) => [u.contender, u.callers, u.decisions, u.commandsPerDecision])).toEqual([
+      [UPSTASH_SLUICE_TIER, 1, 6, 1],
+      [UPSTASH_SLUICE_TIER, 20, 60, 1],
+      [UPSTASH_RL_SLIDING, 1, 6, 1],
+      [UPSTASH_RL_SLIDING, 20, 60, 1],
     ]);
-    const [sequential, concurrent] = report.upstash;
+    const [sequential, concurrent, peerSequential, peerConcurrent] = report.upstash;
+    // @upstash/ratelimit through the same bridge: one request and one script call per sequential decision, no targets
+    expect(peerSequential).toMatchObject({ requests: 6, requestsPerDecision: 1, targets: [] });
+    expect(peerConcurrent?.requests).toBeLessThan(60);
     expect(sequential).toMatchObject({ requests: 6, requestsPerDecision: 1 });
     expect(sequential?.targets.map((t) => [t.op, t.bound, t.pass])).toEqual([["=", 1, true]]);
     expect(concurrent?.requests).toBeLessThan(60);
@@ -102,9 +116,9 @@ describe("redis bench", () => {
 
     const text = formatRedisReport(report);
     expect(text).toContain("| keys    | contender              | decisions/s | ÷ ceiling | target");
-    expect(text).toMatch(new RegExp(`\\| 50 keys \\| ${SLUICE_TIER.replace(/[()]/g, "\\$&")} \\| +[\\d.]+ [kM]?/s \\| +[\\d.]+x \\| (PASS|MISS) \\(≥ 0.8x\\) \\| +[\\d.]+x \\| (PASS|MISS) \\(> 1x\\) \\|`));
+    expect(text).toMatch(new RegExp(`\\| 50 keys \\| ${SLUICE_TIER.replace(/[()]/g, "\\$&")} \\| +[\\d.]+ [kM]?/s \\| +([\\d.]+× |unstable )\\([\\d.]+–[\\d.]+\\) \\| (PASS|MISS) \\(≥ 0.8x\\) \\| +([\\d.]+× |unstable )\\([\\d.]+–[\\d.]+\\) \\| (PASS|MISS) \\(> 1x\\) \\|`));
     expect(text).toMatch(new RegExp(`\\| 1 key +\\| ${SLUICE_TOKEN_BUCKET} +\\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\|`));
-    expect(text).toMatch(/\| +1 \| +6 \| +6 \| +1\.00 \| PASS \(= 1\) +\| +1\.00 \|/);
+    expect(text).toMatch(/\| Sluice UpstashStore, tier \(3 limits\) \| +1 \| +6 \| +6 \| +1\.00 \| PASS \(= 1\) +\| +1\.00 \|/);
     expect(text).toContain(`Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS`);
   });
 });

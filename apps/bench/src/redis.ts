@@ -17,7 +17,8 @@
 import { startRedisServer } from "@sluice/testing/redis-server";
 import IORedis from "ioredis";
 import { runInChild } from "./lib/child.js";
-import { type ThroughputOptions, type ThroughputResult, median, pairedRatio } from "./lib/harness.js";
+import { type ThroughputOptions, type ThroughputResult, median } from "./lib/harness.js";
+import { type RatioStat, formatStat, pairedStat } from "./lib/stats.js";
 import {
   type MachineInfo,
   type Target,
@@ -58,9 +59,9 @@ export interface RedisBenchOptions extends ThroughputOptions {
 }
 
 export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
-  rounds: 9,
-  warmupMs: 500,
-  targetRoundMs: 500,
+  rounds: 7,
+  warmupMs: 400,
+  targetRoundMs: 400,
   inFlight: 50,
   keyCounts: [1, 10_000],
   upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
@@ -101,6 +102,8 @@ export interface RedisRow {
   readonly vsRlf: number;
   /** Empty for the baselines. */
   readonly targets: Target[];
+  /** The ratios with their spread over rounds. */
+  readonly stats: { readonly vsCeiling: RatioStat; readonly vsRlf: RatioStat };
   readonly profile: ProfileSummary;
   readonly run: ThroughputResult;
   readonly rounds: RoundProfile[];
@@ -154,15 +157,20 @@ function scenarioReport(m: TcpScenarioMeasurement): RedisScenario {
   const ceiling = byName(CEILING);
   const rlf = byName(RLF);
   const rows = m.results.map((run, i): RedisRow => {
-    const vsCeiling = ceiling === undefined ? NaN : pairedRatio(run, ceiling);
-    const vsRlf = rlf === undefined ? NaN : pairedRatio(run, rlf);
+    const nan: RatioStat = { median: NaN, min: NaN, max: NaN, rounds: 0, stable: false };
+    const stats = {
+      vsCeiling: ceiling === undefined ? nan : pairedStat(run.roundOpsPerSec, ceiling.roundOpsPerSec),
+      vsRlf: rlf === undefined ? nan : pairedStat(run.roundOpsPerSec, rlf.roundOpsPerSec),
+    };
+    const vsCeiling = stats.vsCeiling.median;
+    const vsRlf = stats.vsRlf.median;
     const kind = SLUICE_KIND[run.name];
     const targets =
       kind === undefined
         ? []
         : [target(CEILING, ">=", TARGETS.vsCeiling[kind], vsCeiling), target(RLF, ">", TARGETS.vsRlf, vsRlf)];
     const rounds = m.profiles[i] ?? [];
-    return { name: run.name, opsPerSec: run.opsPerSec, vsCeiling, vsRlf, targets, profile: summarize(rounds), run, rounds };
+    return { name: run.name, opsPerSec: run.opsPerSec, vsCeiling, vsRlf, targets, stats, profile: summarize(rounds), run, rounds };
   });
   return { keys: m.keys, inFlight: m.inFlight, rows };
 }
@@ -216,8 +224,9 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
   const scenarios = measured.map(scenarioReport);
   const upstashRows: UpstashRow[] = upstash.map((u) => ({
     ...u,
-    targets:
-      u.callers === 1
+    targets: !u.contender.startsWith("Sluice")
+      ? []
+      : u.callers === 1
         ? [target("requests per decision", "=", TARGETS.upstashSequential, u.requestsPerDecision)]
         : [target("requests per decision", "<", TARGETS.upstashConcurrent, u.requestsPerDecision)],
   }));
@@ -235,7 +244,7 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
   for (const row of upstashRows) {
     for (const t of row.targets) {
       if (t.pass) pass++;
-      else misses.push(`UpstashStore, ${row.callers} in flight: ${row.requestsPerDecision.toFixed(2)} HTTP requests per decision (target ${t.op} ${t.bound})`);
+      else misses.push(`${row.contender}, ${row.callers} in flight: ${row.requestsPerDecision.toFixed(2)} HTTP requests per decision (target ${t.op} ${t.bound})`);
     }
   }
   const { log: _log, ...recorded } = options;
@@ -279,9 +288,9 @@ export function formatRedisReport(report: RedisBenchReport): string {
         keysTitle(s.keys),
         r.name,
         formatRate(r.opsPerSec),
-        formatRatio(r.vsCeiling),
+        r.name === CEILING ? "1" : formatStat(r.stats.vsCeiling),
         vsCeiling ? verdict(vsCeiling) : note,
-        formatRatio(r.vsRlf),
+        r.name === RLF ? "1" : r.name === CEILING ? formatRatio(r.vsRlf) : formatStat(r.stats.vsRlf),
         vsRlf ? verdict(vsRlf) : note,
       ]);
     }
@@ -311,11 +320,12 @@ export function formatRedisReport(report: RedisBenchReport): string {
     "busy, decisions/s goes as the inverse of the total. EVALSHA µs: `usec_per_call` in `INFO commandstats`, the script's run",
     "time inside Redis including the commands it calls. Redis commands: sent by the client plus those called by the script.",
     "",
-    `## UpstashStore over HTTP (@upstash/redis, auto-pipelining on, through the Upstash-REST bridge; the tier)`,
+    `## Over HTTP: UpstashStore and @upstash/ratelimit (@upstash/redis, auto-pipelining on, through the Upstash-REST bridge)`,
     "",
     markdownTable(
-      ["callers in flight", "decisions", "HTTP requests", "requests/decision", "target", "EVALSHA/decision", "decisions/s (info)"],
+      ["contender", "callers in flight", "decisions", "HTTP requests", "requests/decision", "target", "Redis commands/decision", "decisions/s (info)"],
       report.upstash.map((u) => [
+        u.contender,
         String(u.callers),
         u.decisions.toLocaleString("en-US"),
         u.requests.toLocaleString("en-US"),
@@ -324,7 +334,7 @@ export function formatRedisReport(report: RedisBenchReport): string {
         u.commandsPerDecision.toFixed(2),
         formatRate(u.opsPerSec),
       ]),
-      ["r", "r", "r", "r", "l", "r", "r"],
+      ["l", "r", "r", "r", "r", "l", "r", "r"],
     ),
     "",
     "decisions/s over HTTP is information only: the bridge runs in the client's process.",

@@ -1,0 +1,74 @@
+/**
+ * Smoke test of the HTTP benchmark: the apps answer as each contender should (headers, 429s), and
+ * a whole run with tiny rounds reports every figure with its target. Never asserts timings.
+ */
+import { describe, expect, it } from "vitest";
+import { BARE, HONO_RATE_LIMITER, NOOP, SLUICE_DENIED, SLUICE_IETF, SLUICE_OFF, STATIC_HEADERS, buildApp } from "./http-apps.js";
+import { TARGETS, formatHttpReport, percentile, runHttpBench } from "./http.js";
+
+const get = async (name: string) => {
+  const { app, close } = await buildApp(name);
+  const response = await app.request("/", { headers: { "x-api-key": "bench" } });
+  await close();
+  return response;
+};
+
+describe("HTTP apps", () => {
+  it("serve the same body; each middleware writes its own headers", async () => {
+    for (const name of [BARE, NOOP, STATIC_HEADERS, SLUICE_IETF, SLUICE_OFF, HONO_RATE_LIMITER]) {
+      const response = await get(name);
+      expect([name, response.status, await response.text()]).toEqual([name, 200, "ok"]);
+    }
+    const ietf = await get(SLUICE_IETF);
+    expect(ietf.headers.get("RateLimit-Policy")).toBe('"1000000000-per-1m";q=1000000000;w=60');
+    expect(ietf.headers.get("RateLimit")).toMatch(/^"1000000000-per-1m";r=999999999;t=\d+$/);
+    expect(ietf.headers.get("X-RateLimit-Limit")).toBeNull();
+    expect((await get(SLUICE_OFF)).headers.get("RateLimit")).toBeNull();
+    expect((await get(HONO_RATE_LIMITER)).headers.get("RateLimit-Limit")).toBe("1000000000");
+  });
+
+  it("the most-denied app answers 429 once its first 100 requests are spent", async () => {
+    const { app } = await buildApp(SLUICE_DENIED);
+    const statuses: number[] = [];
+    for (let i = 0; i < 102; i++) statuses.push((await app.request("/", { headers: { "x-api-key": "k" } })).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+    expect(statuses.slice(100)).toEqual([429, 429]);
+  });
+
+  it("percentiles", () => {
+    expect(percentile(Float64Array.from([5, 1, 4, 2, 3]), 0.99)).toBe(5);
+    expect(percentile(Float64Array.from(Array.from({ length: 100 }, (_, i) => i + 1)), 0.99)).toBe(99);
+  });
+});
+
+describe("HTTP bench", () => {
+  it("runs every app in its own process, interleaved, and reports ratios to the bare app with the targets", async () => {
+    const report = await runHttpBench({
+      connections: [2],
+      rounds: 2,
+      roundSeconds: 0.3,
+      warmupSeconds: 0.2,
+      contenders: [SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER],
+    });
+    const [scenario] = report.scenarios;
+    expect(scenario?.connections).toBe(2);
+    expect(scenario?.rows.map((r) => r.name)).toEqual([BARE, SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER]);
+    for (const r of scenario?.rows ?? []) {
+      expect(r.roundRps).toHaveLength(2);
+      expect(r.rps).toBeGreaterThan(0);
+      expect(r.p99Ms).toBeGreaterThan(0);
+      expect(r.cpuUsPerRequest).toBeGreaterThan(0);
+      expect(r.rpsVsBare.rounds).toBe(2);
+      expect(Object.keys(r.statusCodes)).toEqual([r.name === SLUICE_DENIED ? "429" : "200"]);
+    }
+    const ietf = scenario?.rows[1];
+    expect(ietf?.targets.map((t) => [t.against, t.op, t.bound])).toEqual([
+      [BARE, ">=", TARGETS.vsBare],
+      [HONO_RATE_LIMITER, ">=", TARGETS.vsHonoRateLimiter],
+    ]);
+    expect(report.summary.pass + report.summary.miss).toBe(2);
+    const text = formatHttpReport(report);
+    expect(text).toContain("## 2 connections");
+    expect(text).toMatch(/\| @sluice\/hono, IETF headers +\| +\d+ \| +([\d.]+× |unstable )\([\d.]+–[\d.]+\) \|/);
+  });
+});

@@ -1,0 +1,314 @@
+/**
+ * `pnpm --filter @sluice/bench bench:http`: requests per second through a Hono app on
+ * `@hono/node-server`, measured from outside with autocannon on loopback, for each middleware in
+ * {@link HTTP_CONTENDERS}, as ratios to the bare app (req/s and p99 latency), with 10 and 100
+ * connections.
+ *
+ * Setup (2 cores): each contender's app runs in its own child process (bundled like the published
+ * build, no tsx loader; see `lib/bundle.ts`), all started up front and idle until their turn; the
+ * load generator, autocannon, runs in this process. So the server and the load generator never
+ * share an event loop, and on a 2-core machine each can have a core. Contenders alternate in short
+ * rounds (the starting contender rotating), each round one autocannon run against one server; a
+ * ratio is the median of the per-round ratios, with min–max, and is printed as unstable when its
+ * spread exceeds ±10%. The server's own CPU time per request (user + system, read over IPC around
+ * each round, outside it) is reported beside: with both cores busy, req/s goes as the inverse of
+ * the total CPU per request, and the server's part is what a middleware adds.
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import autocannon from "autocannon";
+import { startRedisServer } from "@sluice/testing/redis-server";
+import { bundleEntry } from "./lib/bundle.js";
+import { median } from "./lib/harness.js";
+import { type MachineInfo, type Target, loadAvgNow, machineInfo, runIfMain, summaryLines, markdownTable, target, verdict } from "./lib/report.js";
+import { type RatioStat, formatStat, pairedStat } from "./lib/stats.js";
+import { BARE, DENYING, HONO_RATE_LIMITER, HTTP_CONTENDERS, NEEDS_REDIS, SLUICE_IETF } from "./http-apps.js";
+
+export interface HttpBenchOptions {
+  /** Connections of each scenario (one scenario per count). */
+  connections: number[];
+  /** Measured rounds per scenario (every contender runs once per round). */
+  rounds: number;
+  /** Length of one autocannon run, in seconds. */
+  roundSeconds: number;
+  /** Warm-up run per contender and scenario, in seconds. */
+  warmupSeconds: number;
+  /** Contenders (default: all of {@link HTTP_CONTENDERS}); the bare app is always measured. */
+  contenders?: string[];
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 1.2, warmupSeconds: 1 };
+
+/** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
+export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;
+
+/** One contender in one scenario. */
+export interface HttpRow {
+  readonly name: string;
+  /** Requests per second of each round, in round order. */
+  readonly roundRps: number[];
+  /** p99 latency (ms) of each round. */
+  readonly roundP99: number[];
+  /** Server CPU µs per request of each round. */
+  readonly roundCpuUs: number[];
+  /** Medians. */
+  readonly rps: number;
+  readonly p99Ms: number;
+  readonly cpuUsPerRequest: number;
+  /** Per-round ratios to the bare app. */
+  readonly rpsVsBare: RatioStat;
+  /** p99 ÷ the bare app's p99 (above 1 is slower). */
+  readonly p99VsBare: RatioStat;
+  readonly cpuVsBare: RatioStat;
+  /** Status codes seen over the measured rounds. */
+  readonly statusCodes: Record<string, number>;
+  readonly targets: Target[];
+  readonly stats: Record<string, RatioStat>;
+}
+
+export interface HttpScenario {
+  readonly connections: number;
+  readonly rows: HttpRow[];
+}
+
+export interface HttpBenchReport {
+  readonly benchmark: "http";
+  readonly date: string;
+  readonly machine: MachineInfo;
+  readonly options: Omit<HttpBenchOptions, "log">;
+  readonly scenarios: HttpScenario[];
+  readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
+}
+
+interface Server {
+  readonly name: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  cpuUs(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const SERVER_ENTRY = new URL("./http-server.ts", import.meta.url);
+
+/** Starts one contender's server from the bundle; resolves once it listens. */
+function startServer(bundle: string, name: string, options: object): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bundle, name, JSON.stringify(options)], { stdio: ["pipe", "pipe", "pipe", "ipc"] });
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += String(chunk);
+    });
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    const fail = (why: string) => reject(new Error(`HTTP server ${JSON.stringify(name)} ${why}\n${stderr}`));
+    child.once("exit", (code) => fail(`exited with ${code} before listening`));
+    child.once("error", (error) => fail(error.message));
+    lines.once("line", (line) => {
+      child.removeAllListeners("exit");
+      const { port } = JSON.parse(line) as { port: number };
+      const exited = new Promise<void>((done) => child.once("exit", () => done()));
+      resolve({
+        name,
+        port,
+        child,
+        cpuUs: () =>
+          new Promise((done) => {
+            child.once("message", (m: { cpu: NodeJS.CpuUsage }) => done(m.cpu.user + m.cpu.system));
+            child.send("cpu");
+          }),
+        stop: async () => {
+          child.stdin?.end();
+          const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+          await exited;
+          clearTimeout(timer);
+        },
+      });
+    });
+  });
+}
+
+interface Run {
+  rps: number;
+  p99: number;
+  cpuUs: number;
+  codes: Record<string, number>;
+}
+
+/** One autocannon run; every response's latency (ms, fractional) is recorded here, 429s included. */
+function cannon(port: number, connections: number, seconds: number): Promise<{ result: autocannon.Result; latencies: Float64Array }> {
+  return new Promise((resolve, reject) => {
+    let latencies = new Float64Array(1 << 16);
+    let n = 0;
+    const instance = autocannon(
+      { url: `http://127.0.0.1:${port}/`, connections, duration: seconds, headers: { "x-api-key": "bench" } },
+      (error, result) => (error ? reject(error) : resolve({ result, latencies: latencies.subarray(0, n) })),
+    );
+    instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+      if (n === latencies.length) {
+        const grown = new Float64Array(n * 2);
+        grown.set(latencies);
+        latencies = grown;
+      }
+      latencies[n++] = responseTime;
+    });
+  });
+}
+
+/** The p-th percentile (0 < p < 1) of a list of latencies (sorts it in place). */
+export function percentile(values: Float64Array, p: number): number {
+  if (values.length === 0) return NaN;
+  values.sort();
+  return values[Math.min(values.length - 1, Math.ceil(p * values.length) - 1)] as number;
+}
+
+/** One autocannon run against `server`, with its CPU time read around it; checks every answer. */
+async function measure(server: Server, connections: number, seconds: number): Promise<Run> {
+  const before = await server.cpuUs();
+  const { result: r, latencies } = await cannon(server.port, connections, seconds);
+  const after = await server.cpuUs();
+  const total = r.requests.total;
+  const codes: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) {
+    codes[code] = count;
+  }
+  if (r.errors > 0 || r.timeouts > 0 || total === 0) {
+    throw new Error(`${server.name}: ${r.errors} errors, ${r.timeouts} timeouts, ${total} requests in ${seconds} s`);
+  }
+  // every answer must be what the scenario is about: 200s, or 429s for the denying contender
+  const expected = DENYING.has(server.name) ? "429" : "200";
+  const others = Object.entries(codes).filter(([code]) => code !== expected).reduce((n, [, c]) => n + c, 0);
+  const allowedOthers = DENYING.has(server.name) ? 100 : 0; // the denying app's quota lets its first requests through
+  if (others > allowedOthers) throw new Error(`${server.name}: ${others} answers were not ${expected}: ${JSON.stringify(codes)}`);
+  return { rps: total / r.duration, p99: percentile(latencies, 0.99), cpuUs: (after - before) / total, codes };
+}
+
+/** Runs every contender in every scenario and returns every number. */
+export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTIONS): Promise<HttpBenchReport> {
+  const log = options.log ?? (() => {});
+  const machine = machineInfo();
+  const names = [BARE, ...(options.contenders ?? HTTP_CONTENDERS).filter((n) => n !== BARE)];
+  for (const name of names) {
+    if (!(HTTP_CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown HTTP contender ${JSON.stringify(name)}`);
+  }
+  const bundle = await bundleEntry(SERVER_ENTRY, "http-server");
+  const redis = names.some((n) => NEEDS_REDIS.has(n)) ? await startRedisServer() : undefined;
+  const servers: Server[] = [];
+  const scenarios: HttpScenario[] = [];
+  try {
+    for (const name of names) servers.push(await startServer(bundle, name, redis === undefined ? {} : { redisUrl: redis.url }));
+    for (const connections of options.connections) {
+      log(`HTTP: ${names.length} apps, ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
+      for (const server of servers) await measure(server, connections, options.warmupSeconds);
+      const runs: Run[][] = servers.map(() => []);
+      for (let round = 0; round < options.rounds; round++) {
+        for (let k = 0; k < servers.length; k++) {
+          const i = (round + k) % servers.length;
+          (runs[i] as Run[]).push(await measure(servers[i] as Server, connections, options.roundSeconds));
+        }
+      }
+      scenarios.push(scenarioReport(connections, names, runs));
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    await redis?.stop();
+  }
+  const misses: string[] = [];
+  let pass = 0;
+  for (const s of scenarios) {
+    for (const row of s.rows) {
+      for (const t of row.targets) {
+        if (t.pass) pass++;
+        else misses.push(`${s.connections} connections: ${row.name} is ${t.value.toFixed(2)}x ${t.against} (target ${t.op} ${t.bound}x)`);
+      }
+    }
+  }
+  const { log: _log, ...recorded } = options;
+  return {
+    benchmark: "http",
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAvgEnd: loadAvgNow() },
+    options: recorded,
+    scenarios,
+    summary: { pass, miss: misses.length, misses },
+  };
+}
+
+function scenarioReport(connections: number, names: readonly string[], runs: readonly Run[][]): HttpScenario {
+  const bare = runs[0] as Run[];
+  const pick = (rs: readonly Run[], f: (r: Run) => number) => rs.map(f);
+  const hrl = names.indexOf(HONO_RATE_LIMITER);
+  const rows = names.map((name, i): HttpRow => {
+    const rs = runs[i] as Run[];
+    const rpsVsBare = pairedStat(pick(rs, (r) => r.rps), pick(bare, (r) => r.rps));
+    const stats: Record<string, RatioStat> = {};
+    const targets: Target[] = [];
+    if (name === SLUICE_IETF) {
+      targets.push(target(BARE, ">=", TARGETS.vsBare, rpsVsBare.median));
+      if (hrl >= 0) {
+        const vsHrl = pairedStat(pick(rs, (r) => r.rps), pick(runs[hrl] as Run[], (r) => r.rps));
+        stats[`vs ${HONO_RATE_LIMITER}`] = vsHrl;
+        targets.push(target(HONO_RATE_LIMITER, ">=", TARGETS.vsHonoRateLimiter, vsHrl.median));
+      }
+    }
+    const statusCodes: Record<string, number> = {};
+    for (const r of rs) for (const [code, n] of Object.entries(r.codes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+    return {
+      name,
+      roundRps: pick(rs, (r) => r.rps),
+      roundP99: pick(rs, (r) => r.p99),
+      roundCpuUs: pick(rs, (r) => r.cpuUs),
+      rps: median(pick(rs, (r) => r.rps)),
+      p99Ms: median(pick(rs, (r) => r.p99)),
+      cpuUsPerRequest: median(pick(rs, (r) => r.cpuUs)),
+      rpsVsBare,
+      p99VsBare: pairedStat(pick(rs, (r) => r.p99), pick(bare, (r) => r.p99)),
+      cpuVsBare: pairedStat(pick(rs, (r) => r.cpuUs), pick(bare, (r) => r.cpuUs)),
+      statusCodes,
+      targets,
+      stats,
+    };
+  });
+  return { connections, rows };
+}
+
+/** The report as printed. */
+export function formatHttpReport(report: HttpBenchReport): string {
+  const m = report.machine;
+  const o = report.options;
+  const out: string[] = [
+    "# HTTP: a Hono app on @hono/node-server, autocannon on loopback",
+    "",
+    `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
+    `Each app in its own process; autocannon in the bench process. ${o.rounds} rounds of ${o.roundSeconds} s per app and scenario,`,
+    "interleaved; ratios are medians of per-round ratios to the bare app (min–max); a spread beyond ±10% prints as unstable.",
+    "",
+  ];
+  for (const s of report.scenarios) out.push(`## ${s.connections} connections`, "", httpTable(s), "");
+  out.push(...summaryLines(report.summary));
+  return out.join("\n");
+}
+
+/** One scenario's table. */
+export function httpTable(s: HttpScenario): string {
+  return markdownTable(
+    ["app", "req/s", "÷ bare app", "p99 ms", "p99 ÷ bare", "server CPU µs/req", "target"],
+    s.rows.map((r) => [
+      r.name,
+      r.rps.toFixed(0),
+      r.name === BARE ? "1" : formatStat(r.rpsVsBare),
+      r.p99Ms.toFixed(2),
+      r.name === BARE ? "1" : formatStat(r.p99VsBare),
+      r.cpuUsPerRequest.toFixed(1),
+      r.targets.map((t) => `${verdict(t)} ${t.against === BARE ? "vs bare" : `vs ${t.against}`}${t.against === HONO_RATE_LIMITER ? `: ${formatStat(r.stats[`vs ${HONO_RATE_LIMITER}`] as RatioStat)}` : ""}`).join("; "),
+    ]),
+    ["l", "r", "r", "r", "r", "r", "l"],
+  );
+}
+
+/** Where `bench:http` writes its figures. */
+export const RESULTS_FILE = new URL("../results/http.json", import.meta.url);
+
+await runIfMain(import.meta.url, RESULTS_FILE, (log) => runHttpBench({ ...DEFAULT_HTTP_OPTIONS, log }), formatHttpReport);

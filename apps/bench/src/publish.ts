@@ -1,0 +1,444 @@
+/**
+ * What `pnpm bench` publishes: every ratio of a run as a flat list of {@link Figure}s (the JSON for
+ * machines, and what the next run compares itself with), `docs/benchmarks.md` (the tables, the
+ * machine, Node, the date, the load, the command to reproduce, the targets) and
+ * `docs/benchmarks.svg` (a bar chart of the headline ratios, drawn by hand: no chart library).
+ *
+ * @module
+ */
+import type { DoBenchReport } from "./durable-object.js";
+import { CEILING as DO_CEILING } from "./durable-object.js";
+import { BARE, HONO_RATE_LIMITER, SLUICE_IETF } from "./http-apps.js";
+import type { HttpBenchReport } from "./http.js";
+import { formatRate, markdownTable, type MachineInfo, type Target } from "./lib/report.js";
+import { type RatioStat, STABLE_SPREAD, agrees, formatStat } from "./lib/stats.js";
+import type { MemoryBenchReport } from "./memory.js";
+import { CLOCK_FLOOR, FLOOR, RLF } from "./memory-contenders.js";
+import type { RedisBenchReport } from "./redis.js";
+import { CEILING as REDIS_CEILING, RLF as REDIS_RLF } from "./redis-contenders.js";
+
+/** Everything one `pnpm bench` run measured. */
+export interface BenchRun {
+  readonly date: string;
+  readonly command: string;
+  readonly machine: MachineInfo;
+  readonly durationS: number;
+  readonly memory?: MemoryBenchReport;
+  readonly redis?: RedisBenchReport;
+  readonly http?: HttpBenchReport;
+  readonly durableObject?: DoBenchReport;
+}
+
+/** One published ratio. */
+export interface Figure {
+  /** Stable across runs: `section / scenario / contender / against`. */
+  readonly id: string;
+  readonly section: "http" | "memory" | "redis" | "durable-object";
+  readonly scenario: string;
+  readonly contender: string;
+  readonly against: string;
+  readonly stat: RatioStat;
+  /** The issue's target on this ratio, if any. */
+  readonly target?: Target;
+  /** Drawn in the chart. */
+  readonly headline: boolean;
+}
+
+/** A figure with the previous run's value of the same id. */
+export interface ComparedFigure extends Figure {
+  readonly previous?: RatioStat;
+  /** Both runs stable and within ±10% of each other. */
+  readonly agrees: boolean;
+}
+
+function fig(section: Figure["section"], scenario: string, contender: string, against: string, stat: RatioStat, headline: boolean, t?: Target): Figure {
+  return { id: `${section} / ${scenario} / ${contender} / ${against}`, section, scenario, contender, against, stat, headline, ...(t ? { target: t } : {}) };
+}
+
+const HEADLINE_MEMORY = new Set(["tokenBucket", "fixedWindow", "slidingWindow"]);
+const HEADLINE_HTTP = new Set([
+  "no-op async middleware",
+  "no-op + 2 static headers",
+  SLUICE_IETF,
+  "@sluice/hono, IETF + legacy headers",
+  "@sluice/hono, headers off",
+  HONO_RATE_LIMITER,
+  "@sluice/hono + RedisStore, IETF headers",
+]);
+
+/** Every ratio of a run, in report order. */
+export function figures(run: BenchRun): Figure[] {
+  const out: Figure[] = [];
+  if (run.http !== undefined) {
+    for (const s of run.http.scenarios) {
+      const scenario = `${s.connections} connections`;
+      for (const r of s.rows) {
+        if (r.name === BARE) continue;
+        const target = r.targets.find((t) => t.against === BARE);
+        out.push(fig("http", scenario, r.name, "bare app req/s", r.rpsVsBare, HEADLINE_HTTP.has(r.name), target));
+        out.push(fig("http", scenario, r.name, "bare app p99", r.p99VsBare, false));
+        out.push(fig("http", scenario, r.name, "bare app server CPU/request", r.cpuVsBare, false));
+        const vsHrl = r.stats[`vs ${HONO_RATE_LIMITER}`];
+        if (vsHrl !== undefined) out.push(fig("http", scenario, r.name, `${HONO_RATE_LIMITER} req/s`, vsHrl, false, r.targets.find((t) => t.against === HONO_RATE_LIMITER)));
+      }
+    }
+  }
+  if (run.memory !== undefined) {
+    for (const s of run.memory.scenarios) {
+      for (const r of s.rows) {
+        if (r.name === RLF) {
+          out.push(fig("memory", s.title, r.name, FLOOR, r.stats.vsFloor, false));
+          continue;
+        }
+        if (r.name === FLOOR || r.name === CLOCK_FLOOR) continue;
+        const [vsRlf, vsFloor] = r.targets;
+        out.push(fig("memory", s.title, r.name, RLF, r.stats.vsRlf, HEADLINE_MEMORY.has(r.name), vsRlf));
+        out.push(fig("memory", s.title, r.name, FLOOR, r.stats.vsFloor, false, vsFloor));
+      }
+    }
+  }
+  if (run.redis !== undefined) {
+    for (const s of run.redis.scenarios) {
+      const scenario = s.keys === 1 ? "1 key" : `${s.keys.toLocaleString("en-US")} keys`;
+      for (const r of s.rows) {
+        if (r.name === REDIS_CEILING) continue;
+        const [vsCeiling, vsRlf] = r.targets;
+        out.push(fig("redis", scenario, r.name, REDIS_CEILING, r.stats.vsCeiling, true, vsCeiling));
+        if (r.name !== REDIS_RLF) out.push(fig("redis", scenario, r.name, REDIS_RLF, r.stats.vsRlf, false, vsRlf));
+      }
+    }
+  }
+  if (run.durableObject !== undefined) {
+    for (const s of run.durableObject.scenarios) {
+      for (const r of s.rows) if (r.name !== DO_CEILING) out.push(fig("durable-object", s.title, r.name, DO_CEILING, r.vsCeiling, true));
+    }
+  }
+  return out;
+}
+
+/** The figures of `run` beside those of the previous run (matched by id). */
+export function compare(current: readonly Figure[], previous: readonly Figure[] | undefined): ComparedFigure[] {
+  const before = new Map((previous ?? []).map((f) => [f.id, f.stat]));
+  return current.map((f) => {
+    const prev = before.get(f.id);
+    return { ...f, ...(prev ? { previous: prev } : {}), agrees: agrees(prev, f.stat) };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// markdown
+
+function loadLine(label: string, m: MachineInfo | undefined): string {
+  return m === undefined ? "" : `${label} ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}`;
+}
+
+function verdictCell(t: Target | undefined, stat: RatioStat): string {
+  if (t === undefined) return "";
+  const sym = t.op === ">=" ? "≥" : t.op === ">" ? ">" : t.op === "<=" ? "≤" : t.op;
+  const status = !stat.stable ? "unstable" : t.pass ? "met" : "missed";
+  return `${status} (${sym} ${t.bound}×)`;
+}
+
+function prevCell(f: ComparedFigure | undefined): string {
+  if (f === undefined || f.previous === undefined) return "–";
+  return `${formatStat(f.previous)}${f.agrees ? " ✓" : ""}`;
+}
+
+/** `docs/benchmarks.md`. */
+export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[], previousDate: string | undefined): string {
+  const byId = new Map(figs.map((f) => [f.id, f]));
+  const get = (section: Figure["section"], scenario: string, contender: string, against: string) => byId.get(`${section} / ${scenario} / ${contender} / ${against}`);
+  const m = run.machine;
+  const stable = figs.filter((f) => f.stat.stable);
+  const agreeing = figs.filter((f) => f.agrees);
+  const compared = figs.filter((f) => f.previous !== undefined && f.previous.stable && f.stat.stable);
+  const out: string[] = [
+    "# Benchmarks",
+    "",
+    "Written by `pnpm bench` (apps/bench); do not edit by hand. Figures are **ratios measured in the same run**: every",
+    "comparison runs its contenders in alternating short rounds in one process (ABAB…, the starting contender rotating,",
+    "at least 7 rounds after a warm-up), and a ratio is the **median of the per-round ratios**, with their min–max. A",
+    `ratio whose rounds spread beyond ±${STABLE_SPREAD * 100}% of its median is printed as **unstable** and is not a figure to quote.`,
+    "The previous run's value stands beside each ratio; ✓ marks a ratio stable in both runs and within ±10% of it.",
+    "",
+    `- Date: ${run.date}; the whole run took ${Math.round(run.durationS)} s.`,
+    `- Machine: ${m.cores} × ${m.cpu}, Node ${m.node}; shared with other work, so the 1-minute load average is recorded: ${[
+      loadLine("whole run", m),
+      loadLine("HTTP", run.http?.machine),
+      loadLine("memory", run.memory?.machine),
+      loadLine("Redis", run.redis?.machine),
+      loadLine("Durable Object", run.durableObject?.machine),
+    ]
+      .filter(Boolean)
+      .join("; ")}.`,
+    `- Reproduce: \`${run.command}\` from a clone, after \`pnpm install\`, with \`redis-server\` on the PATH (the bench starts its own on a free port and never touches another Redis). \`pnpm bench --json\` prints every figure as JSON.`,
+    `- Stability: ${stable.length} of ${figs.length} ratios stable in this run; ${
+      previousDate === undefined ? "no previous run to compare with" : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10%`
+    }.`,
+    "",
+  ];
+
+  if (run.http !== undefined) {
+    out.push(
+      "## HTTP: requests per second through Hono",
+      "",
+      "One Hono app on `@hono/node-server` per contender, each in its own Node process (bundled like the published",
+      "build), all serving `GET /` with a 2-byte text body; autocannon in the bench process on loopback, with 10 and 100",
+      "connections, every request carrying the same `x-api-key` (the limiters' key). On 2 cores the server and the load",
+      "generator each get about one core, so req/s ratios include the load generator's own cost per response (it parses",
+      "the extra header bytes too); the server's CPU time per request, read around each round, is beside them. Limits",
+      "never run out except in the \"most denied\" app (100 per hour, then 429s).",
+      "",
+    );
+    for (const s of run.http.scenarios) {
+      const scenario = `${s.connections} connections`;
+      out.push(
+        `### ${scenario}`,
+        "",
+        markdownTable(
+          ["app", "req/s", "÷ bare app", "previous run", "p99 ms", "p99 ÷ bare", "server CPU µs/req", "÷ bare", "target"],
+          s.rows.map((r) => {
+            const f = get("http", scenario, r.name, "bare app req/s");
+            const vsHrl = get("http", scenario, r.name, `${HONO_RATE_LIMITER} req/s`);
+            const targets = [
+              f?.target ? `${verdictCell(f.target, f.stat)} vs bare` : "",
+              vsHrl?.target ? `${verdictCell(vsHrl.target, vsHrl.stat)} vs ${HONO_RATE_LIMITER}: ${formatStat(vsHrl.stat)}` : "",
+            ].filter(Boolean);
+            return [
+              r.name,
+              r.rps.toFixed(0),
+              r.name === BARE ? "1" : formatStat(r.rpsVsBare),
+              r.name === BARE ? "" : prevCell(f),
+              r.p99Ms.toFixed(2),
+              r.name === BARE ? "1" : formatStat(r.p99VsBare),
+              r.cpuUsPerRequest.toFixed(1),
+              r.name === BARE ? "1" : formatStat(r.cpuVsBare),
+              targets.join("; "),
+            ];
+          }),
+          ["l", "r", "r", "r", "r", "r", "r", "r", "l"],
+        ),
+        "",
+      );
+    }
+  }
+
+  if (run.memory !== undefined) {
+    const mem = run.memory;
+    out.push(
+      "## In memory: decisions per second",
+      "",
+      `Sequential awaited decisions (\`await limiter.limit(key)\` in a loop). Each Sluice algorithm runs in its own Node`,
+      `process beside ${RLF} \`RateLimiterMemory\`, a naive floor (an async \`Map\` of one integer) and the floor plus one`,
+      "`Date.now()`; express-rate-limit's and hono-rate-limiter's `MemoryStore`s (fixed windows) run in the fixedWindow",
+      `process, \`limiter\` (a token bucket per key in a \`Map\`) in the tokenBucket one. ${mem.options.rounds} rounds of ~${mem.options.targetRoundMs} ms.`,
+      "",
+    );
+    for (const s of mem.scenarios) {
+      out.push(
+        `### ${s.title}`,
+        "",
+        markdownTable(
+          ["contender", "decisions/s", `÷ ${RLF}`, "previous run", "÷ naive floor", "target"],
+          s.rows
+            .filter((r) => r.name !== CLOCK_FLOOR)
+            .map((r) => {
+              const f = get("memory", s.title, r.name, RLF);
+              const fl = get("memory", s.title, r.name, FLOOR);
+              return [
+                r.name,
+                formatRate(r.opsPerSec),
+                r.name === RLF ? "1" : formatStat(r.stats.vsRlf),
+                r.name === RLF || r.name === FLOOR ? "" : prevCell(f),
+                r.name === FLOOR ? "1" : formatStat(r.stats.vsFloor),
+                [f?.target ? `${verdictCell(f.target, f.stat)} vs ${RLF}` : "", fl?.target ? `${verdictCell(fl.target, fl.stat)} vs floor` : ""].filter(Boolean).join("; "),
+              ];
+            }),
+          ["l", "r", "r", "r", "r", "l"],
+        ),
+        "",
+      );
+    }
+    out.push(
+      `### Bytes per idle key (${mem.options.heapKeys.toLocaleString("en-US")} keys, V8 heap + ArrayBuffers after a full GC, each in its own process)`,
+      "",
+      markdownTable(
+        ["contender", "bytes/key", "target"],
+        mem.memory.map((r) => [r.subject, r.bytesPerKey.toFixed(1), r.targets[0] ? `${r.targets[0].pass ? "met" : "missed"} (≤ ${r.targets[0].bound} B)` : ""]),
+        ["l", "r", "l"],
+      ),
+      "",
+    );
+  }
+
+  if (run.redis !== undefined) {
+    const r = run.redis;
+    out.push(
+      "## Redis: decisions per second over TCP",
+      "",
+      `One private redis-server ${r.server.version} (no persistence) started by the run; ioredis, auto-pipelining off, one`,
+      `connection per contender, ${r.options.inFlight} callers in flight each awaiting one decision at a time; ${r.options.rounds} interleaved rounds of`,
+      `~${r.options.targetRoundMs} ms. The ceiling is a raw \`EVALSHA\` of a one-key \`INCR\` script. Quotas never run out.`,
+      "",
+    );
+    for (const s of r.scenarios) {
+      const scenario = s.keys === 1 ? "1 key" : `${s.keys.toLocaleString("en-US")} keys`;
+      out.push(
+        `### ${scenario}`,
+        "",
+        markdownTable(
+          ["contender", "decisions/s", "÷ ceiling", "previous run", `÷ ${REDIS_RLF}`, "CPU µs/decision (Node + Redis)", "Redis commands", "target"],
+          s.rows.map((row) => {
+            const f = get("redis", scenario, row.name, REDIS_CEILING);
+            const fr = get("redis", scenario, row.name, REDIS_RLF);
+            return [
+              row.name,
+              formatRate(row.opsPerSec),
+              row.name === REDIS_CEILING ? "1" : formatStat(row.stats.vsCeiling),
+              row.name === REDIS_CEILING ? "" : prevCell(f),
+              row.name === REDIS_RLF ? "1" : row.name === REDIS_CEILING ? "" : formatStat(row.stats.vsRlf),
+              `${row.profile.nodeCpuUs.toFixed(1)} + ${row.profile.redisCpuUs.toFixed(1)}`,
+              row.profile.redisCommandsPerDecision.toFixed(2),
+              [f?.target ? `${verdictCell(f.target, f.stat)} vs ceiling` : "", fr?.target ? `${verdictCell(fr.target, fr.stat)} vs ${REDIS_RLF}` : ""].filter(Boolean).join("; "),
+            ];
+          }),
+          ["l", "r", "r", "r", "r", "r", "r", "l"],
+        ),
+        "",
+      );
+    }
+    out.push(
+      "### Over HTTP: Sluice's UpstashStore and @upstash/ratelimit through the Upstash-REST bridge",
+      "",
+      "The real `@upstash/redis` client (auto-pipelining on, its default) against the bridge of `@sluice/testing`, which",
+      "forwards to the same redis-server and counts HTTP requests and the Redis commands they carry. Every decision allowed.",
+      "decisions/s is information only (the bridge runs in the client's process).",
+      "",
+      markdownTable(
+        ["contender", "callers in flight", "decisions", "HTTP requests/decision", "Redis commands/decision", "decisions/s (info)"],
+        r.upstash.map((u) => [
+          u.contender,
+          String(u.callers),
+          u.decisions.toLocaleString("en-US"),
+          u.requestsPerDecision.toFixed(2),
+          u.commandsPerDecision.toFixed(2),
+          formatRate(u.opsPerSec),
+        ]),
+        ["l", "r", "r", "r", "r", "r"],
+      ),
+      "",
+    );
+  }
+
+  if (run.durableObject !== undefined) {
+    const d = run.durableObject;
+    out.push(
+      "## Durable Object: decisions per second in workerd (Miniflare)",
+      "",
+      `A Worker in Miniflare (\`cf: false\`, SQLite storage on tmpfs) makes the decisions, ${d.options.inFlight} in flight, each awaited:`,
+      "Sluice's `DurableObjectStore` (the `SluiceLimiter` object, a fixed window) against a trivial counter object (one RPC",
+      "that adds one to an integer in its storage), addressed alike: one object, one object per key, or keys over shards.",
+      "",
+      markdownTable(
+        ["keys", "contender", "decisions/s", "÷ ceiling", "previous run"],
+        d.scenarios.flatMap((s) =>
+          s.rows.map((row) => [
+            s.title,
+            row.name,
+            formatRate(row.opsPerSec),
+            row.name === DO_CEILING ? "1" : formatStat(row.vsCeiling),
+            row.name === DO_CEILING ? "" : prevCell(get("durable-object", s.title, row.name, DO_CEILING)),
+          ]),
+        ),
+        ["l", "l", "r", "r", "r"],
+      ),
+      "",
+    );
+  }
+
+  out.push("## Targets", "", "Each target of the issue, with this run's ratio: met, missed, or unstable (not decided by this run).", "");
+  for (const f of figs) {
+    if (f.target === undefined) continue;
+    const status = !f.stat.stable ? "UNSTABLE" : f.target.pass ? "MET" : "MISSED";
+    out.push(`- ${status}: ${f.section}, ${f.scenario}: ${f.contender} ÷ ${f.against} = ${formatStat(f.stat)}, target ${f.target.op} ${f.target.bound}×`);
+  }
+  const memTargets = run.memory?.memory.flatMap((r) => r.targets.map((t) => `- ${t.pass ? "MET" : "MISSED"}: memory: ${r.subject} ${r.bytesPerKey.toFixed(1)} bytes per idle key, target ≤ ${t.bound}`)) ?? [];
+  const upTargets =
+    run.redis?.upstash.flatMap((u) =>
+      u.targets.map((t) => `- ${t.pass ? "MET" : "MISSED"}: ${u.contender}, ${u.callers} in flight: ${u.requestsPerDecision.toFixed(2)} HTTP requests per decision, target ${t.op} ${t.bound}`),
+    ) ?? [];
+  out.push(...memTargets, ...upTargets, "");
+  out.push("![Ratios of this run](benchmarks.svg)", "");
+  return out.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVG
+
+function esc(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+/** `docs/benchmarks.svg`: horizontal bars on a log scale, one panel per section, 1× marked. */
+export function benchmarksSvg(run: BenchRun, figs: readonly Figure[]): string {
+  const panels: { title: string; items: Figure[] }[] = [];
+  const add = (title: string, items: Figure[]) => {
+    if (items.length > 0) panels.push({ title, items });
+  };
+  const headline = figs.filter((f) => f.headline);
+  for (const s of run.http?.scenarios ?? []) {
+    add(`HTTP, Hono on Node.js, ${s.connections} connections: req/s ÷ the bare app`, headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`));
+  }
+  for (const s of run.memory?.scenarios ?? []) add(`In memory, ${s.title}: decisions/s ÷ ${RLF}`, headline.filter((f) => f.section === "memory" && f.scenario === s.title));
+  for (const s of run.redis?.scenarios ?? []) {
+    const scenario = s.keys === 1 ? "1 key" : `${s.keys.toLocaleString("en-US")} keys`;
+    add(`Redis (TCP, 50 in flight), ${scenario}: decisions/s ÷ raw EVALSHA`, headline.filter((f) => f.section === "redis" && f.scenario === scenario));
+  }
+  add("Durable Object (workerd): decisions/s ÷ a counter object", headline.filter((f) => f.section === "durable-object"));
+
+  const width = 860;
+  const labelW = 330;
+  const barX = labelW + 10;
+  const barW = width - barX - 150;
+  const rowH = 18;
+  const lo = Math.log10(0.1);
+  const hi = Math.log10(30);
+  const x = (v: number) => barX + ((Math.log10(Math.min(30, Math.max(0.1, v))) - lo) / (hi - lo)) * barW;
+  const parts: string[] = [];
+  let y = 46;
+  for (const p of panels) {
+    parts.push(`<text x="10" y="${y}" class="h">${esc(p.title)}</text>`);
+    y += 8;
+    const top = y;
+    for (const f of p.items) {
+      const label = f.section === "durable-object" ? f.scenario : f.contender;
+      const cy = y + rowH / 2;
+      parts.push(`<text x="${labelW}" y="${cy + 4}" class="l" text-anchor="end">${esc(label)}</text>`);
+      const x0 = x(0.1);
+      const xv = x(f.stat.median);
+      parts.push(`<rect x="${x0}" y="${y + 3}" width="${Math.max(1, xv - x0)}" height="${rowH - 6}" class="${f.stat.stable ? (f.stat.median >= 1 ? "up" : "down") : "unstable"}"/>`);
+      parts.push(`<line x1="${x(f.stat.min)}" x2="${x(f.stat.max)}" y1="${cy}" y2="${cy}" class="w"/>`);
+      const text = f.stat.stable ? `${f.stat.median.toFixed(2)}×` : `unstable (${f.stat.min.toFixed(2)}–${f.stat.max.toFixed(2)})`;
+      parts.push(`<text x="${Math.max(xv, x(f.stat.max)) + 6}" y="${cy + 4}" class="v">${esc(text)}</text>`);
+      y += rowH;
+    }
+    parts.push(`<line x1="${x(1)}" x2="${x(1)}" y1="${top}" y2="${y}" class="one"/>`);
+    y += 22;
+  }
+  const axis = [0.1, 0.25, 0.5, 1, 2, 5, 10, 25]
+    .map((v) => `<text x="${x(v)}" y="${y - 4}" class="a" text-anchor="middle">${v}×</text><line x1="${x(v)}" x2="${x(v)}" y1="34" y2="${y - 16}" class="g"/>`)
+    .join("");
+  const height = y + 10;
+  const m = run.machine;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif">`,
+    "<style>.h{font-size:13px;font-weight:600;fill:#222}.l{font-size:12px;fill:#333}.v{font-size:11px;fill:#333}.a{font-size:10px;fill:#666}.g{stroke:#eee}.one{stroke:#444;stroke-dasharray:3 2}.up{fill:#2f7d4f}.down{fill:#4a78b5}.unstable{fill:#ccc}.w{stroke:#111;stroke-width:1}</style>",
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="10" y="20" class="h">Sluice benchmarks: ratios in the same run (median of interleaved rounds, min–max whiskers; grey = unstable, spread beyond ±10%)</text>`,
+    `<text x="10" y="34" class="a">${esc(`${run.date.slice(0, 10)}, ${m.cores} × ${m.cpu}, Node ${m.node}, load ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}; log scale, dashed line = 1×`)}</text>`,
+    axis,
+    ...parts,
+    "</svg>",
+    "",
+  ].join("\n");
+}
