@@ -174,7 +174,28 @@ describe("GET /api/* by plan", () => {
 });
 
 describe("POST /auth/login", () => {
-  it("allows 5 attempts per 5 minutes per address; the 6th is 429 with Retry-After", async () => {
+  it("successful logins do not count: any number of them, then 5 failures still pass", async () => {
+    const { state, login } = setup();
+    const seen: [number, unknown][] = [];
+    for (let i = 0; i < 8; i++) {
+      state.t = T0 + i * 1_000;
+      const res = await login(i % 4 === 3 ? "wrong" : "demo");
+      seen.push([res.status, ((await res.json()) as { attemptsLeft: number }).attemptsLeft]);
+    }
+    // two failures among eight attempts: 3 attempts left
+    expect(seen).toEqual([
+      [200, 5],
+      [200, 5],
+      [200, 5],
+      [401, 4],
+      [200, 4],
+      [200, 4],
+      [200, 4],
+      [401, 3],
+    ]);
+  });
+
+  it("5 failed attempts per 5 minutes per address; the 6th is a 429 that blocks the address for 15 minutes", async () => {
     const { state, app, login } = setup();
     const attempts: [number, unknown][] = [];
     for (let i = 0; i < 5; i++) {
@@ -192,22 +213,21 @@ describe("POST /auth/login", () => {
     state.t = T0 + 60_000;
     const res = await login("demo");
     expect(res.status).toBe(429);
-    // the oldest attempt (at T0) leaves the 5-minute log at T0 + 300 s: 240 s from now
-    expect(res.headers.get("retry-after")).toBe("240");
-    // t: the quota grows when that oldest attempt leaves, the same 240 s
-    expect(res.headers.get("ratelimit")).toBe('"login";r=0;t=240');
+    // the denial starts the penalty box: 15 minutes, even though the oldest attempt leaves the log in 240 s
+    expect(res.headers.get("retry-after")).toBe("900");
+    expect(res.headers.get("ratelimit")).toBe('"login";r=0;t=900');
     expect(res.headers.get("ratelimit-policy")).toBe('"login";q=5;w=300');
-    expect(await res.json()).toMatchObject({ status: 429, retryAfter: 240, "violated-policies": ["login"] });
+    expect(await res.json()).toMatchObject({ status: 429, retryAfter: 900, "violated-policies": ["login"] });
 
     // another address is not affected
     expect((await client(app, "192.0.2.1").login("demo")).status).toBe(200);
-    // exactly when the oldest attempt expires, one more attempt passes
-    state.t = T0 + 300_000 - 1;
+    // the log has emptied long before, but the block holds until it ends, to the millisecond
+    state.t = T0 + 960_000 - 1;
     expect((await login("demo")).status).toBe(429);
-    state.t = T0 + 300_000;
+    state.t = T0 + 960_000;
     const ok = await login("demo");
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ ok: true, token: "demo-token", attemptsLeft: 0 });
+    expect(await ok.json()).toEqual({ ok: true, token: "demo-token", attemptsLeft: 5 });
   });
 
   it("fails closed when the store is down, while /api falls back to memory", async () => {

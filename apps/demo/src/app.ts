@@ -5,7 +5,9 @@
  * - `GET /api/*` is limited per API key (`x-api-key`) by the key's plan, or per client address as
  *   `free` when there is no key. An API key that is not in the table gets 401. `GET /api/whoami`
  *   shows the caller's quota without spending it (a peek).
- * - `POST /auth/login` allows 5 attempts per 5 minutes per address and fails closed.
+ * - `POST /auth/login` counts failed attempts only (a successful login is refunded, `countWhen`):
+ *   5 failures per 5 minutes per address; the next attempt is refused and blocks the address for
+ *   15 minutes (a penalty box). It fails closed.
  *
  * `createApp()` builds the app without listening, so tests can inject the store or its clock and
  * drive it with `app.request()`; `main.ts` serves it.
@@ -66,8 +68,8 @@ export function planLimits(tier: Tier): Policy[] {
 /** The namespace prefix of the `/api` limiters (each plan counts in `{ prefix, tier }`). */
 export const API_PREFIX = "demo-api";
 
-/** Login attempts per client address: 5 per 5 minutes. */
-export const LOGIN_LIMIT = slidingLog({ limit: 5, window: "5m", name: "login" });
+/** Failed login attempts per client address: 5 per 5 minutes; one more blocks the address for 15 minutes. */
+export const LOGIN_LIMIT = slidingLog({ limit: 5, window: "5m", name: "login", block: "15m" });
 
 /** Units each `/api` route costs; everything else costs 1. */
 export const ROUTE_COSTS: Readonly<Record<string, number>> = Object.freeze({ "/api/export": 5 });
@@ -231,11 +233,14 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
   );
 
   const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
-  app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress, onDecision }), async (c) => {
+  // only failed attempts count: a successful login's unit is given back after the handler
+  const countFailures = (response: Response) => response.status >= 400;
+  app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress, onDecision, countWhen: countFailures }), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const { username, password } = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
     if (username === "demo" && password === "demo") {
-      return c.json({ ok: true, token: "demo-token", attemptsLeft: decisionOf(c).remaining });
+      // this attempt is refunded: the attempts left are those before it
+      return c.json({ ok: true, token: "demo-token", attemptsLeft: decisionOf(c).remaining + 1 });
     }
     return c.json({ ok: false, error: "invalid credentials", attemptsLeft: decisionOf(c).remaining }, 401);
   });

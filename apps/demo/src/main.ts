@@ -67,7 +67,7 @@ Try:
   # an unknown key gets 401
   curl -i -H "x-api-key: nope" ${url}/api/whoami
 
-  # login allows 5 attempts per 5 minutes per address: the 6th gets 429 with Retry-After
+  # login counts failed attempts: after 5 in 5 minutes, the 6th gets 429 and blocks the address for 15 minutes
   for i in $(seq 1 5); do ${login}; done; echo
   curl -i -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"demo"}'
 

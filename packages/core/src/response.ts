@@ -52,7 +52,7 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
  * if (!decision.allowed) return limitedResponse(decision, headers);
  * ```
  */
-export function limitedResponse(decision: Decision, headers: HeadersInit): Response {
+export function limitedResponse(decision: Decision, headers: ConstructorParameters<typeof Headers>[0]): Response {
   const responseHeaders = new Headers(headers);
   responseHeaders.set("Content-Type", "application/problem+json");
   return new Response(JSON.stringify(quotaExceededProblem(decision)), { status: 429, headers: responseHeaders });
