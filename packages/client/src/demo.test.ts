@@ -31,9 +31,10 @@ async function demo() {
     now: clock.now,
     sleep: clock.sleep,
     onWait: (info) => waits.push(info),
-    // The demo's `t` for its sliding window can be up to 120 s (see the README): a wait budget
-    // above that keeps the client strictly within the server's word instead of trying its luck.
-    maxTotalWaitMs: 600_000,
+    // The demo's `t` (the effective window: when the quota next grows) is at most 66 s for its
+    // per-minute sliding window (60 s to the roll, then the previous count must weigh one less):
+    // a wait budget above that keeps the client strictly within the server's word.
+    maxTotalWaitMs: 120_000,
   });
   return { clock, server, statuses, waits, api };
 }

@@ -192,3 +192,39 @@ describe("countWhen: only failed logins count", () => {
     expect((await limiter.peek("203.0.113.7")).remaining).toBe(0);
   });
 });
+
+describe("penalty box through the middleware", () => {
+  it("the denial that starts the block and the requests during it are 429s with Retry-After to its end", async () => {
+    let now = T0;
+    const limiter = new RateLimiter({
+      store: new MemoryStore({ clock: () => now }),
+      limits: fixedWindow({ limit: 2, window: "1m", name: "login", block: "15m" }),
+    });
+    const seen: [string | undefined, number][] = [];
+    const app = new Hono<{ Variables: { rateLimit: Decision | undefined } }>();
+    app.use(rateLimiter({ limiter, key: () => "203.0.113.7", onLimited: (c, decision) => (seen.push([decision.reason, decision.retryAfterMs]), c.text("blocked", 429)) }));
+    app.get("/", (c) => c.text("ok"));
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await get(app)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    now += 60_000; // a new window, still blocked
+    const res = await get(app);
+    expect([res.status, limitHeaders(res)]).toEqual([
+      429,
+      {
+        "ratelimit-policy": '"login";q=2;w=60',
+        ratelimit: '"login";r=0;t=840',
+        "retry-after": "840",
+        "x-ratelimit-limit": "2",
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": String(Math.ceil((T0 + 900_000) / 1000)),
+      },
+    ]);
+    expect(seen).toEqual([
+      ["blocked", 900_000],
+      ["blocked", 840_000],
+    ]);
+    now = T0 + 900_000;
+    expect((await get(app)).status).toBe(200);
+  });
+});
