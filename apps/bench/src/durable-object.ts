@@ -39,6 +39,7 @@ export const DEFAULT_DO_OPTIONS: DoBenchOptions = {
   rounds: 7,
   warmupMs: 500,
   targetRoundMs: 400,
+  slices: 2,
   inFlight: 50,
   scenarios: [
     { keys: 1, shards: 0 },

@@ -7,10 +7,11 @@
  * Setup (2 cores): each contender's app runs in its own child process (bundled like the published
  * build, no tsx loader; see `lib/bundle.ts`), all started up front and idle until their turn; the
  * load generator, autocannon, runs in this process. So the server and the load generator never
- * share an event loop, and on a 2-core machine each can have a core. Contenders alternate in short
- * rounds (the starting contender rotating), each round one autocannon run against one server; a
- * ratio is the median of the per-round ratios, with min–max, and is printed as unstable when its
- * spread exceeds ±10%. The server's own CPU time per request (user + system, read over IPC around
+ * share an event loop, and on a 2-core machine each can have a core. Every round alternates the
+ * bare app with each other app — bare, A, bare, B, bare, … — in short autocannon runs (the others'
+ * order rotating by round), and an app's per-round ratio is its run against the mean of the bare
+ * runs just before and after it, so the load of that moment hits both; a ratio is the median of
+ * the per-round ratios, with min–max, and is printed as unstable when its spread exceeds ±10%. The server's own CPU time per request (user + system, read over IPC around
  * each round, outside it) is reported beside: with both cores busy, req/s goes as the inverse of
  * the total CPU per request, and the server's part is what a middleware adds.
  *
@@ -23,7 +24,7 @@ import { startRedisServer } from "@sluice/testing/redis-server";
 import { bundleEntry } from "./lib/bundle.js";
 import { median } from "./lib/harness.js";
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, runIfMain, summaryLines, markdownTable, target, verdict } from "./lib/report.js";
-import { type RatioStat, formatStat, pairedStat } from "./lib/stats.js";
+import { type RatioStat, formatStat, perRoundRatios, ratioStat } from "./lib/stats.js";
 import { BARE, DENYING, HONO_RATE_LIMITER, HTTP_CONTENDERS, NEEDS_REDIS, SLUICE_IETF } from "./http-apps.js";
 
 export interface HttpBenchOptions {
@@ -41,7 +42,7 @@ export interface HttpBenchOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 1.2, warmupSeconds: 1 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 0.6, warmupSeconds: 1 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;
@@ -185,6 +186,19 @@ async function measure(server: Server, connections: number, seconds: number): Pr
   return { rps: total / r.duration, p99: percentile(latencies, 0.99), cpuUs: (after - before) / total, codes };
 }
 
+/** The mean of some runs' figures (status codes summed). */
+function averageRuns(list: readonly Run[]): Run {
+  const codes: Record<string, number> = {};
+  for (const r of list) for (const [code, n] of Object.entries(r.codes)) codes[code] = (codes[code] ?? 0) + n;
+  const avg = (f: (r: Run) => number) => list.reduce((sum, r) => sum + f(r), 0) / list.length;
+  return { rps: avg((r) => r.rps), p99: avg((r) => r.p99), cpuUs: avg((r) => r.cpuUs), codes };
+}
+
+/** The mean of two runs. */
+function meanRun(a: Run, b: Run): Run {
+  return averageRuns([a, b]);
+}
+
 /** Runs every contender in every scenario and returns every number. */
 export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTIONS): Promise<HttpBenchReport> {
   const log = options.log ?? (() => {});
@@ -202,14 +216,29 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
     for (const connections of options.connections) {
       log(`HTTP: ${names.length} apps, ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
       for (const server of servers) await measure(server, connections, options.warmupSeconds);
+      // each round: bare, A, bare, B, bare, … , bare — every app's figure is compared with the
+      // bare app's runs just before and just after it (the others' order rotating by round)
       const runs: Run[][] = servers.map(() => []);
+      const bareAround: Run[][] = servers.map(() => []);
+      const bare = servers[0] as Server;
       for (let round = 0; round < options.rounds; round++) {
-        for (let k = 0; k < servers.length; k++) {
-          const i = (round + k) % servers.length;
-          (runs[i] as Run[]).push(await measure(servers[i] as Server, connections, options.roundSeconds));
+        const roundBare: Run[] = [];
+        let before = await measure(bare, connections, options.roundSeconds);
+        roundBare.push(before);
+        for (let k = 1; k < servers.length; k++) {
+          const i = 1 + ((round + k - 1) % (servers.length - 1));
+          const run = await measure(servers[i] as Server, connections, options.roundSeconds);
+          const after = await measure(bare, connections, options.roundSeconds);
+          roundBare.push(after);
+          (runs[i] as Run[]).push(run);
+          (bareAround[i] as Run[]).push(meanRun(before, after));
+          before = after;
         }
+        const bareMean = averageRuns(roundBare);
+        (runs[0] as Run[]).push(bareMean);
+        (bareAround[0] as Run[]).push(bareMean);
       }
-      scenarios.push(scenarioReport(connections, names, runs));
+      scenarios.push(scenarioReport(connections, names, runs, bareAround));
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
@@ -236,19 +265,22 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
   };
 }
 
-function scenarioReport(connections: number, names: readonly string[], runs: readonly Run[][]): HttpScenario {
-  const bare = runs[0] as Run[];
+function scenarioReport(connections: number, names: readonly string[], runs: readonly Run[][], bareAround: readonly Run[][]): HttpScenario {
   const pick = (rs: readonly Run[], f: (r: Run) => number) => rs.map(f);
   const hrl = names.indexOf(HONO_RATE_LIMITER);
+  // per-round ratios to the bare app's runs around each run
+  const vsBare = (i: number, f: (r: Run) => number) => perRoundRatios(pick(runs[i] as Run[], f), pick(bareAround[i] as Run[], f));
   const rows = names.map((name, i): HttpRow => {
     const rs = runs[i] as Run[];
-    const rpsVsBare = pairedStat(pick(rs, (r) => r.rps), pick(bare, (r) => r.rps));
+    const rpsRatios = vsBare(i, (r) => r.rps);
+    const rpsVsBare = i === 0 ? ratioStat(rs.map(() => 1)) : ratioStat(rpsRatios);
     const stats: Record<string, RatioStat> = {};
     const targets: Target[] = [];
     if (name === SLUICE_IETF) {
       targets.push(target(BARE, ">=", TARGETS.vsBare, rpsVsBare.median));
       if (hrl >= 0) {
-        const vsHrl = pairedStat(pick(rs, (r) => r.rps), pick(runs[hrl] as Run[], (r) => r.rps));
+        // each one's ratio to its own neighbouring bare runs, divided round by round
+        const vsHrl = ratioStat(perRoundRatios(rpsRatios, vsBare(hrl, (r) => r.rps)));
         stats[`vs ${HONO_RATE_LIMITER}`] = vsHrl;
         targets.push(target(HONO_RATE_LIMITER, ">=", TARGETS.vsHonoRateLimiter, vsHrl.median));
       }
@@ -264,8 +296,8 @@ function scenarioReport(connections: number, names: readonly string[], runs: rea
       p99Ms: median(pick(rs, (r) => r.p99)),
       cpuUsPerRequest: median(pick(rs, (r) => r.cpuUs)),
       rpsVsBare,
-      p99VsBare: pairedStat(pick(rs, (r) => r.p99), pick(bare, (r) => r.p99)),
-      cpuVsBare: pairedStat(pick(rs, (r) => r.cpuUs), pick(bare, (r) => r.cpuUs)),
+      p99VsBare: i === 0 ? rpsVsBare : ratioStat(vsBare(i, (r) => r.p99)),
+      cpuVsBare: i === 0 ? rpsVsBare : ratioStat(vsBare(i, (r) => r.cpuUs)),
       statusCodes,
       targets,
       stats,

@@ -57,6 +57,7 @@ export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   rounds: 7,
   warmupMs: 250,
   targetRoundMs: 250,
+  slices: 5,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };
@@ -164,6 +165,7 @@ export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMOR
     targetRoundMs: options.targetRoundMs,
     ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
     ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
+    ...(options.slices !== undefined ? { slices: options.slices } : {}),
   };
 
   const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement>>();

@@ -12,8 +12,11 @@
  * @module
  */
 import { mkdirSync } from "node:fs";
+import { isAbsolute } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+
+const SKIP = Symbol("resolving");
 
 /** Where bundles go (git-ignored, inside the package so that Node finds its node_modules). */
 export const BUILD_DIR = new URL("../../.build/", import.meta.url);
@@ -40,7 +43,14 @@ export async function bundleEntry(entry: URL, name: string): Promise<string> {
       {
         name: "external-packages-but-sluice",
         setup(b) {
-          b.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith("@sluice/") ? undefined : { path: args.path, external: true }));
+          // a package imported by a workspace package's source resolves from that package (its own
+          // dependencies), to the file esbuild would pick; Node then loads it from there
+          b.onResolve({ filter: /^[^./]/ }, async (args) => {
+            if (args.path.startsWith("@sluice/") || args.pluginData === SKIP || args.path.startsWith("node:")) return undefined;
+            const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: SKIP });
+            if (found.errors.length > 0 || found.external || !isAbsolute(found.path)) return { path: args.path, external: true };
+            return { path: found.path, external: true };
+          });
         },
       },
     ],

@@ -41,6 +41,15 @@ export interface ThroughputOptions {
   warmupOps?: number;
   /** Fixed operations per round instead of calibrating to `targetRoundMs` (tests). */
   opsPerRound?: number;
+  /**
+   * Slices per round: each round runs every contender in this many alternating slices (A B C A B
+   * C …, the starting contender rotating), each of `opsPerRound / slices` operations, and a
+   * contender's round figure sums its slices. Contenders then share the machine's load within a
+   * round at a finer grain than one run each, which is what keeps per-round ratios steady on a
+   * machine that other work keeps busy. A forced GC precedes each round (not each slice).
+   * @default 1
+   */
+  slices?: number;
 }
 
 /** One contender's result. */
@@ -110,26 +119,31 @@ async function warmUp(contender: Contender, options: ThroughputOptions): Promise
 
 /**
  * Measures every contender: warm-up and calibration first, then `rounds` rounds in which each
- * contender runs its fixed number of operations once. The starting contender rotates every round,
- * so machine noise is spread over all of them. A full GC (when exposed) precedes every timed run.
+ * contender runs its fixed number of operations, in `slices` alternating slices. The starting
+ * contender rotates every round and slice, so machine noise is spread over all of them. A full GC
+ * (when exposed) precedes every round.
  * Rejects if a contender allows a call it should deny or the reverse.
  */
 export async function measureThroughput(contenders: readonly Contender[], options: ThroughputOptions): Promise<ThroughputResult[]> {
   const opsPerRound: number[] = [];
   for (const contender of contenders) opsPerRound.push(await warmUp(contender, options));
+  const slices = Math.max(1, Math.floor(options.slices ?? 1));
+  const sliceOps = opsPerRound.map((ops) => Math.max(1, Math.ceil(ops / slices)));
   const rounds: number[][] = contenders.map(() => []);
   for (let round = 0; round < options.rounds; round++) {
-    for (let k = 0; k < contenders.length; k++) {
-      const i = (round + k) % contenders.length;
-      const ops = opsPerRound[i] as number;
-      collect();
-      const elapsedMs = await timed(contenders[i] as Contender, ops, "round");
-      (rounds[i] as number[]).push((ops * 1000) / elapsedMs);
+    const elapsed = contenders.map(() => 0);
+    collect();
+    for (let slice = 0; slice < slices; slice++) {
+      for (let k = 0; k < contenders.length; k++) {
+        const i = (round + slice + k) % contenders.length;
+        elapsed[i] = (elapsed[i] as number) + (await timed(contenders[i] as Contender, sliceOps[i] as number, "round"));
+      }
     }
+    for (let i = 0; i < contenders.length; i++) (rounds[i] as number[]).push(((sliceOps[i] as number) * slices * 1000) / (elapsed[i] as number));
   }
   return contenders.map((contender, i) => ({
     name: contender.name,
-    opsPerRound: opsPerRound[i] as number,
+    opsPerRound: (sliceOps[i] as number) * slices,
     roundOpsPerSec: rounds[i] as number[],
     opsPerSec: median(rounds[i] as number[]),
   }));
