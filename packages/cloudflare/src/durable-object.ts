@@ -23,13 +23,25 @@
  * @module
  */
 import { type Policy, SluiceInputError, type StoreResult } from "@sluice/core";
-import { type StoredState, assertKey, assertNamespace, assertPrefixAndTier, decideState, peekState, refundState, storageKey } from "@sluice/core/store";
+import {
+  type StateDecision,
+  type StoredState,
+  assertKey,
+  assertNamespace,
+  assertPrefixAndTier,
+  decideState,
+  peekState,
+  refundState,
+  releaseState,
+  storageKey,
+} from "@sluice/core/store";
 import { DurableObject } from "cloudflare:workers";
 import {
   type ConsumeCall,
   type RefundCall,
   type DecisionReply,
   type LimiterCall,
+  type ReleaseCall,
   type ResetCall,
   type ResetReply,
   policiesFromJson,
@@ -131,13 +143,31 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
       if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
         throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
       }
-      return this.#decide(call, cost);
+      const lease = (call as Partial<ConsumeCall>).lease ?? 0;
+      if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease < 0) {
+        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a positive safe integer; got ${String(lease)}`);
+      }
+      return this.#decide(call, (policies, state, nowUs) => decideState(policies, state, nowUs, cost, lease));
     });
   }
 
   /** The state now, and whether a cost-1 request would pass; consumes nothing. */
   peek(call: LimiterCall): DecisionReply {
-    return refusing(() => this.#decide(call, 0));
+    return refusing(() => this.#decide(call, peekState));
+  }
+
+  /**
+   * Frees the slot `lease` holds on every concurrency cap of the key (core's `releaseState`;
+   * idempotent: an unknown, released or expired lease changes nothing); answers the state afterwards.
+   */
+  release(call: ReleaseCall): DecisionReply {
+    return refusing(() => {
+      const lease = (call as Partial<ReleaseCall> | null)?.lease;
+      if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease <= 0) {
+        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a positive safe integer; got ${String(lease)}`);
+      }
+      return this.#decide(call, (policies, state, nowUs) => releaseState(policies, state, nowUs, lease));
+    });
   }
 
   /**
@@ -153,7 +183,7 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
       if (chargedAtMs !== undefined && (typeof chargedAtMs !== "number" || !Number.isSafeInteger(chargedAtMs) || chargedAtMs < 0)) {
         throw new SluiceInputError(`[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got ${String(chargedAtMs)}`);
       }
-      return this.#decide(call, cost, chargedAtMs ?? -1);
+      return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, chargedAtMs));
     });
   }
 
@@ -199,8 +229,8 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     return storageKey(namespace, call.key);
   }
 
-  /** One decision; `cost` 0 means peek; a `chargedAtMs` (-1: the latest charge) means a refund. Synchronous from the read to the write. */
-  #decide(call: LimiterCall, cost: number, chargedAtMs?: number): StoreResult {
+  /** One decision of core's pure functions over the key's row (`decide`). Synchronous from the read to the write. */
+  #decide(call: LimiterCall, decide: (policies: Policy[], state: StoredState | undefined, nowUs: number) => StateDecision): StoreResult {
     if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
     const policies = this.#policies(call.policies);
     const id = this.#identifier(call, policies);
@@ -208,12 +238,7 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     const nowUs = this.#nowUs(call.nowMs);
     this.#ensureTable();
     const row = this.#read(id);
-    const decided =
-      cost === 0
-        ? peekState(policies, row?.state, nowUs)
-        : chargedAtMs !== undefined
-          ? refundState(policies, row?.state, nowUs, cost, chargedAtMs < 0 ? undefined : chargedAtMs)
-          : decideState(policies, row?.state, nowUs, cost);
+    const decided = decide(policies, row?.state, nowUs);
     if (decided.state !== undefined) this.#write(id, decided.state, decided.expiresAtUs, nowUs, testNow);
     else if (row !== null && decided.expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
     return { now: Math.floor(nowUs / 1000), policies: decided.policies };

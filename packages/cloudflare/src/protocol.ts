@@ -20,6 +20,7 @@ import {
   SluiceInputError,
   SluiceStoreError,
   type StoreResult,
+  concurrency,
   fixedWindow,
   leakyBucket,
   slidingLog,
@@ -33,6 +34,7 @@ export type PolicySpec = (
   | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; name: string; limit: number; windowMs: number }
   | { kind: "tokenBucket"; name: string; capacity: number; refillRate: number; intervalMs: number }
   | { kind: "leakyBucket"; name: string; rate: number; periodMs: number; burst: number; queue: number }
+  | { kind: "concurrency"; name: string; limit: number; leaseMs: number }
 ) & {
   /** The penalty box, in ms; absent when the policy has none. */
   block?: { base: number; factor: number; max: number };
@@ -52,9 +54,18 @@ export interface LimiterCall {
   nowMs?: number;
 }
 
-/** A `consume` call: `cost` units for every policy, all or nothing. */
+/**
+ * A `consume` call: `cost` units for every policy, all or nothing; `lease` (a positive safe integer,
+ * when the policies include a concurrency cap) is the id an allowed request holds its slots under.
+ */
 export interface ConsumeCall extends LimiterCall {
   cost: number;
+  lease?: number;
+}
+
+/** A `release` call: free the slot `lease` holds on every concurrency cap of the key (idempotent). */
+export interface ReleaseCall extends LimiterCall {
+  lease: number;
 }
 
 /** A `refund` call: `cost` units back to every policy, for a request charged at `chargedAtMs` (absent: the latest). */
@@ -78,7 +89,7 @@ export interface Refusal {
   error: { name: RefusalName; message: string };
 }
 
-/** The object's answer to `consume`, `peek` or `refund`. */
+/** The object's answer to `consume`, `peek`, `refund` or `release`. */
 export type DecisionReply = StoreResult | Refusal;
 
 /** The object's answer to `reset`: nothing, or a refusal. */
@@ -108,6 +119,8 @@ function algorithmSpecOf(policy: Policy): PolicySpec {
         burst: policy.burst,
         queue: policy.queue,
       };
+    case "concurrency":
+      return { kind: "concurrency", name: policy.name, limit: policy.limit, leaseMs: policy.leaseMs };
   }
 }
 
@@ -166,6 +179,10 @@ export function policiesFromJson(json: unknown): Policy[] {
           queue: s.queue as number,
           block,
         });
+        break;
+      case "concurrency":
+        // the factory refuses a block, like every other field it does not take
+        policy = concurrency({ name: s.name as string, limit: s.limit as number, lease: s.leaseMs as number, ...(block === undefined ? {} : { block }) } as Parameters<typeof concurrency>[0]);
         break;
       default:
         throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}].kind is not an algorithm`);

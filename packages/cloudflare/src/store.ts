@@ -11,6 +11,7 @@ import {
   type RefundCall,
   type DecisionReply,
   type LimiterCall,
+  type ReleaseCall,
   type ResetCall,
   type ResetReply,
   decisionFromReply,
@@ -29,6 +30,7 @@ export interface SluiceLimiterStub {
   consume(call: ConsumeCall): Promise<DecisionReply>;
   peek(call: LimiterCall): Promise<DecisionReply>;
   refund(call: RefundCall): Promise<DecisionReply>;
+  release(call: ReleaseCall): Promise<DecisionReply>;
   reset(call: ResetCall): Promise<ResetReply>;
 }
 
@@ -178,10 +180,12 @@ class DurableObjectBinding implements BoundStore {
     return call;
   }
 
-  async consume(key: string, cost: number): Promise<StoreResult> {
+  async consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
+    const call: ConsumeCall = { ...this.#call(key), cost };
+    if (lease !== undefined && lease !== 0) call.lease = lease;
     let reply: DecisionReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).consume({ ...this.#call(key), cost });
+      reply = await this.#store.stub(this.#namespace, key).consume(call);
     } catch (error) {
       throw failure("consume", error);
     }
@@ -206,6 +210,16 @@ class DurableObjectBinding implements BoundStore {
       reply = await this.#store.stub(this.#namespace, key).refund(call);
     } catch (error) {
       throw failure("refund", error);
+    }
+    return decisionFromReply(reply, this.#namespace.policies);
+  }
+
+  async release(key: string, lease: number): Promise<StoreResult> {
+    let reply: DecisionReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).release({ ...this.#call(key), lease });
+    } catch (error) {
+      throw failure("release", error);
     }
     return decisionFromReply(reply, this.#namespace.policies);
   }

@@ -4,7 +4,7 @@
  * fence, validation of what callers send, sharding, and no over-admission under concurrency.
  */
 import { rm } from "node:fs/promises";
-import { type Decision, RateLimiter, type RateLimiterOptions, type StoreResult, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
+import { type Decision, RateLimiter, type RateLimiterOptions, type StoreResult, concurrency, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
 import { T0 } from "@sluice/testing";
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -215,6 +215,13 @@ describe("the object validates what it is sent", () => {
     ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "SluiceConfigError", "policies[0].kind is not an algorithm"],
     ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, windowMs: 60_000 }]) }, "SluiceConfigError", "fixedWindow: limit must be a positive safe integer; got -1"],
     [
+      "a concurrency cap with a penalty box",
+      { ...good, policies: JSON.stringify([{ kind: "concurrency", name: "c", limit: 2, leaseMs: 30_000, block: { base: 1000, factor: 1, max: 1000 } }]) },
+      "SluiceConfigError",
+      "concurrency: block is not supported",
+    ],
+    ["a lease of 1.5", { ...good, lease: 1.5 }, "SluiceInputError", "lease must be a positive safe integer; got 1.5"],
+    [
       "two policies with one name",
       { ...good, policies: JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" })), specOf(slidingLog({ limit: 3, window: "1m", name: "w" }))]) },
       "SluiceConfigError",
@@ -224,6 +231,12 @@ describe("the object validates what it is sent", () => {
     const reply = (await raw("consume", call)) as unknown as { error: { name: string; message: string } };
     expect(reply).toEqual({ error: { name, message: expect.stringContaining(message) } });
     expect(await raw("peek", good)).toMatchObject({ now: T0, policies: [{ policy: "w", remaining: 3 }] });
+  });
+
+  it("refuses a release of a lease that is not a positive integer", async () => {
+    for (const lease of [0, -1, 2.5, "7", undefined]) {
+      expect([lease, await raw("release", { ...good, lease })]).toEqual([lease, { error: { name: "SluiceInputError", message: expect.stringContaining("lease must be a positive safe integer") } }]);
+    }
   });
 
   it("refuses a reset of a bad key or namespace the same way", async () => {
@@ -280,6 +293,37 @@ describe("placement and concurrency", () => {
     const decisions = await Promise.all(Array.from({ length: 60 }, () => l.limit("hot")));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(17);
     expect(decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 17 }, (_, i) => i));
+  });
+
+  it("holds exactly the concurrency cap when 40 requests for one key arrive at once; a release frees one slot, in the row", async () => {
+    const l = limiterAt(url, [concurrency({ limit: 3, lease: "1m", name: "exports" }), fixedWindow({ limit: 100, window: "1h", name: "hourly" })], {
+      clock: () => T0 + 9,
+      prefix: "in-flight",
+    });
+    const decisions = await Promise.all(Array.from({ length: 40 }, () => l.limit("hot")));
+    const held = decisions.filter((d) => d.allowed);
+    expect(held).toHaveLength(3);
+    expect(new Set(held.map((d) => d.lease)).size).toBe(3);
+    // the denied requests consumed nothing from the hourly limit
+    expect((await l.peek("hot")).policies.map((p) => p.remaining)).toEqual([0, 97]);
+    const storage = await mf.unsafeGetDurableObjectStorage(WORKER_NAME, "SluiceLimiter", { name: objectName({ prefix: "in-flight" }, "hot", 0) });
+    const leases = async () => {
+      const [row] = await storage.exec<{ state: string }>("SELECT state FROM sluice_state");
+      return (JSON.parse(row!.state) as Record<string, number[]>)["exports|cc"];
+    };
+    const expires = (T0 + 9 + 60_000) * 1000;
+    const ids = (field: number[] | undefined) => (field ?? []).filter((_, i) => i % 2 === 0 && i > 0).sort((x, y) => x - y);
+    const sorted = (ds: Decision[]) => ds.map((d) => Number(d.lease)).sort((x, y) => x - y);
+    // [when every lease has expired, then the expiry (µs) and id of each lease]
+    const stored = await leases();
+    expect(stored?.filter((_, i) => i % 2 === 1)).toEqual([expires, expires, expires]);
+    expect([stored?.[0], ids(stored)]).toEqual([expires, sorted(held)]);
+    expect((await l.release("hot", held[1]!)).policies[0]).toMatchObject({ allowed: true, remaining: 1 });
+    expect(ids(await leases())).toEqual(sorted([held[0]!, held[2]!]));
+    await l.release("hot", held[0]!);
+    await l.release("hot", held[2]!);
+    expect(await leases()).toBeUndefined(); // no lease held: the field is gone
+    expect((await l.peek("hot")).policies[0]!.remaining).toBe(3);
   });
 
   it("keeps the state of another limiter that shares the prefix", async () => {

@@ -130,7 +130,7 @@ export class WorkerStore implements Store {
 
   bind(namespace: StoreNamespace): BoundStore {
     const policies = namespace.policies.map(specOf);
-    const call = <T>(op: string, key: string, cost?: number, chargedAt?: number) =>
+    const call = <T>(op: string, key: string, cost?: number, chargedAt?: number, lease?: number) =>
       post<T>(new URL("/store", this.baseUrl).toString(), {
         op,
         prefix: namespace.prefix,
@@ -139,13 +139,15 @@ export class WorkerStore implements Store {
         key,
         cost,
         chargedAt,
+        lease,
         nowMs: this.options.clock?.(),
         shards: this.options.shards,
       });
     return {
-      consume: (key, cost) => call<StoreResult>("consume", key, cost),
+      consume: (key, cost, lease) => call<StoreResult>("consume", key, cost, undefined, lease),
       peek: (key) => call<StoreResult>("peek", key),
       refund: (key, cost, chargedAt) => call<StoreResult>("refund", key, cost, chargedAt),
+      release: (key, lease) => call<StoreResult>("release", key, undefined, undefined, lease),
       reset: async (key) => {
         await call<null>("reset", key);
       },

@@ -1,5 +1,5 @@
 /**
- * The five algorithms as factories that validate and parse their options once and return a plain,
+ * The five algorithms (and the concurrency cap) as factories that validate and parse their options once and return a plain,
  * frozen {@link Policy}. A policy holds parameters only; every store runs the same semantics on it
  * (see `engine.ts` for the TypeScript implementation and `@sluice/redis` for the Lua one).
  *
@@ -85,13 +85,28 @@ export interface LeakyBucketPolicy extends PolicyCommon {
   readonly emissionIntervalUs: number;
 }
 
+/**
+ * A cap on requests in flight per key: each allowed request holds a lease (one slot, whatever its
+ * cost) until it is released (the response has been produced) or `leaseMs` has passed.
+ * `windowSeconds` is the lease in whole seconds (internal; the IETF `RateLimit-Policy` member of a
+ * concurrency policy has no `w`, but `qu="concurrent-requests"`).
+ */
+export interface ConcurrencyPolicy extends PolicyCommon {
+  readonly kind: "concurrency";
+  /** How long a lease lives when it is never released (a crashed instance, a lost connection). */
+  readonly leaseMs: number;
+  /** Never set: a concurrency policy has no penalty box. */
+  readonly block?: undefined;
+}
+
 /** One configured limit, as returned by the algorithm factories. */
 export type Policy =
   | FixedWindowPolicy
   | SlidingWindowPolicy
   | SlidingLogPolicy
   | TokenBucketPolicy
-  | LeakyBucketPolicy;
+  | LeakyBucketPolicy
+  | ConcurrencyPolicy;
 
 /** The algorithm of a policy. */
 export type PolicyKind = Policy["kind"];
@@ -140,6 +155,20 @@ export interface LeakyBucketOptions {
   name?: string;
   /** Penalty box: when this policy denies, block the key for this long (see {@link BlockOption}). */
   block?: BlockOption;
+}
+
+/** Options of {@link concurrency}. */
+export interface ConcurrencyOptions {
+  /** Requests of one key that may be in flight at once: a positive safe integer. */
+  limit: number;
+  /**
+   * How long a lease lives if it is never released (the instance crashed, the connection was
+   * lost): after it the slot is free again. Longer than your slowest response.
+   * @default "30s"
+   */
+  lease?: Duration;
+  /** Name for headers and keys. Default `"<limit>-in-flight"`, e.g. `"2-in-flight"`. */
+  name?: string;
 }
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
@@ -315,6 +344,43 @@ export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
   });
 }
 
+/**
+ * Concurrency: at most `limit` requests of a key in flight at once — the draft's
+ * `qu="concurrent-requests"` quota unit — for expensive endpoints (exports, LLM calls, report
+ * generation). An allowed request acquires a lease (`decision.lease`); the request pipeline of every
+ * adapter releases it when the response has been produced (for a streamed body, when the stream
+ * ends or is cancelled), and `limiter.release(key, decision)` does so for code outside an adapter.
+ * A lease never released (a crashed instance, a lost connection) expires after `lease`, so slots
+ * never leak.
+ *
+ * It combines with rate policies in one limiter, checked atomically with them in one round trip,
+ * all or nothing: a request a rate policy denies acquires no lease, and one the concurrency policy
+ * denies consumes no rate units. A request takes one slot whatever its `cost`. A denial's
+ * `retryAfterMs` is 1 s, or the earliest lease expiry when that is sooner (a release may come at
+ * any moment, so no exact retry time exists). It takes no `block` (a `SluiceConfigError`): a
+ * concurrency denial ends as soon as a request finishes; put the penalty box on a rate policy.
+ *
+ * @example
+ * ```ts
+ * const exports = new RateLimiter({
+ *   limits: [concurrency({ limit: 2, name: "exports" }), fixedWindow({ limit: 100, window: "1h" })],
+ * });
+ * // RateLimit-Policy: "exports";q=2;qu="concurrent-requests", "100-per-1h";q=100;w=3600
+ * ```
+ */
+export function concurrency(options: ConcurrencyOptions): ConcurrencyPolicy {
+  requireObject(options, "concurrency");
+  const limit = positiveInt(options.limit, "concurrency: limit");
+  const leaseMs = options.lease === undefined ? 30_000 : toMs(options.lease, "concurrency: lease");
+  if ((options as { block?: unknown }).block !== undefined) {
+    throw new SluiceConfigError(
+      `concurrency: block is not supported (a concurrency denial ends as soon as a request in flight finishes); put block on a rate policy of the same limiter; got block ${describe((options as { block?: unknown }).block)}`,
+    );
+  }
+  const name = options.name === undefined ? `${limit}-in-flight` : validateName(options.name, "concurrency: name");
+  return Object.freeze({ kind: "concurrency", name, limit, leaseMs, windowSeconds: ceilDiv(leaseMs, 1000) });
+}
+
 /** Parses the `block` option: `{}` when absent, else `{ block }`. */
 function blockOf(option: unknown, factory: string): { block?: BlockSpec } {
   if (option === undefined) return {};
@@ -377,6 +443,8 @@ export function isPolicy(value: unknown): value is Policy {
       return isCount(p.windowMs) && (p.windowMs as number) <= MAX_DURATION_MS;
     case "slidingWindow":
       return isCount(p.windowMs) && (p.windowMs as number) <= MAX_DURATION_MS && (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER;
+    case "concurrency":
+      return p.block === undefined && isCount(p.leaseMs) && (p.leaseMs as number) <= MAX_DURATION_MS;
     case "tokenBucket":
     case "leakyBucket":
       return (

@@ -3,8 +3,9 @@
  * memory store, the Durable Object). `@sluice/redis` mirrors this file in Lua; the conformance
  * suite and the recorded vectors keep the two identical.
  *
- * State lives in a `Float64Array` (numbers) plus, for the sliding log only, an array slot holding
- * its entries. An all-zero state is the empty state for every algorithm.
+ * State lives in a `Float64Array` (numbers) plus, for the sliding log and the concurrency cap, an
+ * array slot holding its entries (the log's requests, the cap's leases). An all-zero state is the
+ * empty state for every algorithm.
  *
  * Integer arithmetic throughout: `nowUs` is integer microseconds; the window algorithms work on
  * `nowMs = floor(nowUs / 1000)` and whole-ms windows (the sliding window's weighted sum
@@ -23,6 +24,7 @@ export const NUM_WIDTH: Readonly<Record<PolicyKind, number>> = {
   slidingLog: 1, // [sum of the stored entries' costs]
   tokenBucket: 1, // [theoretical arrival time, µs]
   leakyBucket: 1, // [theoretical arrival time, µs]
+  concurrency: 1, // [the latest expiry among the stored leases, µs]
 };
 
 /** How many object slots each algorithm keeps per key (the sliding log's entry array). */
@@ -32,10 +34,12 @@ export const OBJ_WIDTH: Readonly<Record<PolicyKind, number>> = {
   slidingLog: 1,
   tokenBucket: 0,
   leakyBucket: 0,
+  concurrency: 1,
 };
 
 /** The largest cost a policy can ever admit (beyond it: `cost-exceeds-limit`). */
 export function maxCost(policy: Policy): number {
+  if (policy.kind === "concurrency") return Infinity; // one slot per request, whatever its cost
   return policy.kind === "tokenBucket" || policy.kind === "leakyBucket" ? policy.burst + policy.queue : policy.limit;
 }
 
@@ -54,7 +58,8 @@ function result(
 /**
  * Evaluates one policy for `cost` at `nowUs`. If allowed and `write`, stores the new state. A denied
  * request writes nothing. Returns the policy's result: after consumption when allowed, the state now
- * when denied.
+ * when denied. `lease` is the id of the lease an allowed request acquires on a concurrency policy
+ * (ignored by the others); 0 means none was given (the slot is then freed by expiry only).
  */
 export function evaluate(
   policy: Policy,
@@ -65,8 +70,11 @@ export function evaluate(
   nowUs: number,
   cost: number,
   write: boolean,
+  lease = 0,
 ): PolicyResult {
   switch (policy.kind) {
+    case "concurrency":
+      return inFlight(policy, num, off, obj, oOff, nowUs, cost, write, lease);
     case "tokenBucket":
     case "leakyBucket":
       return gcra(policy, num, off, nowUs, cost, write);
@@ -270,6 +278,129 @@ function log(
   return result(policy, false, limit - sum, resetAt, retryAfterMs, 0, refillAt);
 }
 
+/** How long a denied concurrency request waits: until the earliest lease expires, at most 1 s (a release may come any time). */
+export const CONCURRENCY_RETRY_MS = 1000;
+
+/**
+ * The concurrency cap. Leases are `[expires (µs), id]` pairs in the object slot, in the order they
+ * were acquired; an expired lease counts for nothing and is dropped at the next write. A request
+ * takes one slot whatever its cost; `cost === Infinity` (never a real request) asks for the state
+ * now, as for every algorithm. `refillAt` is when a slot may next free: the earliest expiry of the
+ * leases held (after the request), at most {@link CONCURRENCY_RETRY_MS} away (a release may come any
+ * time), `now` when none is held; a denial's `retryAfterMs` is the same wait, so `t ≤ Retry-After`.
+ */
+function inFlight(
+  policy: Extract<Policy, { kind: "concurrency" }>,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+  cost: number,
+  write: boolean,
+  lease: number,
+): PolicyResult {
+  const leases = obj[oOff] as number[] | undefined;
+  const limit = policy.limit;
+  const nowMs = Math.floor(nowUs / 1000);
+  let live = 0;
+  let earliest = Infinity;
+  let latest = 0;
+  if (leases !== undefined) {
+    for (let i = 0; i < leases.length; i += 2) {
+      const expires = leases[i] as number;
+      if (expires <= nowUs) continue;
+      live++;
+      if (expires < earliest) earliest = expires;
+      if (expires > latest) latest = expires;
+    }
+  }
+  if (cost !== Infinity && live < limit) {
+    const expires = nowUs + policy.leaseMs * 1000;
+    if (write) {
+      if (leases === undefined || live === 0) obj[oOff] = [expires, lease];
+      else {
+        if (live * 2 < leases.length) dropExpired(leases, nowUs);
+        leases.push(expires, lease);
+      }
+      num[off] = Math.max(latest, expires);
+    }
+    const first = Math.min(earliest, expires);
+    return result(policy, true, limit - live - 1, Math.ceil(Math.max(latest, expires) / 1000), 0, 0, nowMs + slotWaitMs(first, nowUs));
+  }
+  const wait = live === 0 ? 0 : slotWaitMs(earliest, nowUs);
+  return result(policy, false, Math.max(0, limit - live), live === 0 ? nowMs : Math.ceil(latest / 1000), wait, 0, nowMs + wait);
+}
+
+/** Ms until a slot may free: the earliest expiry (rounded up), at most {@link CONCURRENCY_RETRY_MS}. */
+function slotWaitMs(earliestUs: number, nowUs: number): number {
+  return Math.min(CONCURRENCY_RETRY_MS, Math.ceil((earliestUs - nowUs) / 1000));
+}
+
+/** Drops the expired `[expires, id]` pairs of a lease list in place, keeping the order. */
+function dropExpired(leases: number[], nowUs: number): void {
+  let w = 0;
+  for (let r = 0; r < leases.length; r += 2) {
+    if ((leases[r] as number) <= nowUs) continue;
+    leases[w] = leases[r] as number;
+    leases[w + 1] = leases[r + 1] as number;
+    w += 2;
+  }
+  leases.length = w;
+}
+
+/**
+ * Frees lease `lease` of a concurrency policy (and drops the expired ones). Idempotent: an unknown,
+ * released or expired lease changes nothing but the purge. Returns whether the state changed.
+ */
+export function releasePolicy(
+  policy: Policy,
+  num: Float64Array,
+  off: number,
+  obj: unknown[],
+  oOff: number,
+  nowUs: number,
+  lease: number,
+): boolean {
+  if (policy.kind !== "concurrency") return false;
+  const leases = obj[oOff] as number[] | undefined;
+  if (leases === undefined) return false;
+  let w = 0;
+  let latest = 0;
+  for (let r = 0; r < leases.length; r += 2) {
+    const expires = leases[r] as number;
+    if (expires <= nowUs || leases[r + 1] === lease) continue;
+    leases[w] = expires;
+    leases[w + 1] = leases[r + 1] as number;
+    if (expires > latest) latest = expires;
+    w += 2;
+  }
+  if (w === leases.length) return false;
+  leases.length = w;
+  if (w === 0) obj[oOff] = undefined;
+  num[off] = latest;
+  return true;
+}
+
+/** {@link releasePolicy} for every concurrency policy of a key; returns whether any state changed. */
+export function releaseAll(
+  layout: Layout,
+  num: Float64Array,
+  base: number,
+  obj: unknown[],
+  oBase: number,
+  nowUs: number,
+  lease: number,
+): boolean {
+  let changed = false;
+  for (let i = 0; i < layout.policies.length; i++) {
+    const off = base + (layout.numOffsets[i] as number);
+    const oOff = oBase + (layout.objOffsets[i] as number);
+    if (releasePolicy(layout.policies[i] as Policy, num, off, obj, oOff, nowUs, lease)) changed = true;
+  }
+  return changed;
+}
+
 function gcra(
   policy: Extract<Policy, { kind: "tokenBucket" | "leakyBucket" }>,
   num: Float64Array,
@@ -332,6 +463,8 @@ export interface Layout {
   readonly blockOffsets: readonly number[];
   /** Whether any policy has a penalty box. */
   readonly hasBlock: boolean;
+  /** Whether any policy is a concurrency cap (its requests acquire leases). */
+  readonly hasConcurrency: boolean;
 }
 
 /** How many offences of a key are counted at most (the block stops growing long before). */
@@ -368,7 +501,8 @@ export function layoutOf(policies: readonly Policy[]): Layout {
     }
   }
   const hasBlock = blockOffsets.some((o) => o >= 0);
-  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock };
+  const hasConcurrency = policies.some((p) => p.kind === "concurrency");
+  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock, hasConcurrency };
 }
 
 /**
@@ -438,7 +572,8 @@ export function blockExpiresAtUs(layout: Layout, i: number, num: Float64Array, b
 
 /**
  * Runs one decision over every policy of a key, all or nothing: if every policy allows `cost`, all
- * consume; otherwise none does, and the policies that would have allowed report their state now.
+ * consume (a concurrency policy acquires `lease`); otherwise none does, and the policies that would
+ * have allowed report their state now.
  */
 export function consumeAll(
   layout: Layout,
@@ -448,6 +583,7 @@ export function consumeAll(
   oBase: number,
   nowUs: number,
   cost: number,
+  lease = 0,
 ): PolicyResult[] {
   const policies = layout.policies;
   const { numOffsets, objOffsets } = layout;
@@ -455,7 +591,7 @@ export function consumeAll(
     const blocked = blockedNow(layout, num, base, obj, oBase, nowUs);
     if (blocked !== undefined) return blocked;
   } else if (policies.length === 1) {
-    return [evaluate(policies[0] as Policy, num, base, obj, oBase, nowUs, cost, true)];
+    return [evaluate(policies[0] as Policy, num, base, obj, oBase, nowUs, cost, true, lease)];
   }
   const results: PolicyResult[] = new Array(policies.length);
   let allowed = true;
@@ -468,7 +604,7 @@ export function consumeAll(
     const p = policies[i] as Policy;
     const off = base + (numOffsets[i] as number);
     const oOff = oBase + (objOffsets[i] as number);
-    if (allowed) results[i] = evaluate(p, num, off, obj, oOff, nowUs, cost, true);
+    if (allowed) results[i] = evaluate(p, num, off, obj, oOff, nowUs, cost, true, lease);
     else if ((results[i] as PolicyResult).allowed) results[i] = stateNow(p, num, off, obj, oOff, nowUs);
   }
   if (!allowed && layout.hasBlock) startBlocks(layout, results, num, base, nowUs);
@@ -517,6 +653,8 @@ export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj:
       const entries = obj[oOff] as number[] | undefined;
       return entries === undefined || entries.length === 0 ? 0 : (entries[entries.length - 2] as number) + policy.windowMs * 1000;
     }
+    case "concurrency":
+      return num[off] as number;
   }
 }
 
@@ -525,7 +663,8 @@ export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj:
  * charge), never more than the state holds and never above the quota: a fixed window only within
  * the window it was charged in; a sliding window in that window (the current or the previous one);
  * a sliding log from that request's entry (the newest entries first); the buckets at most back to
- * full. Returns whether the state changed.
+ * full. A concurrency cap gives nothing back (a lease is freed by `releasePolicy`, not by a refund).
+ * Returns whether the state changed.
  */
 export function refundPolicy(
   policy: Policy,
@@ -587,6 +726,8 @@ export function refundPolicy(
       if (w === 0) obj[oOff] = undefined;
       return true;
     }
+    case "concurrency":
+      return false;
     case "tokenBucket":
     case "leakyBucket": {
       const tat = num[off] as number;

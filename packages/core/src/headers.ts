@@ -14,7 +14,8 @@ import type { Decision, PolicyResult } from "./types.js";
  * - `"ietf"`: draft-ietf-httpapi-ratelimit-headers-10/11, one list member per policy:
  *   `RateLimit-Policy: "100-per-1m";q=100;w=60` and `RateLimit: "100-per-1m";r=42;t=18`, where `t`
  *   is the effective window: seconds until the policy's available quota next grows
- *   ({@link PolicyResult.refillAt}).
+ *   ({@link PolicyResult.refillAt}). A concurrency cap: `"exports";q=2;qu="concurrent-requests"`,
+ *   and `r` is the free slots (`t`: at most 1 s, when a slot may next free).
  * - `"draft-7"`: `RateLimit: limit=100, remaining=42, reset=18` and `RateLimit-Policy: 100;w=60`
  *   (binding policy; `reset` = seconds until it is back to its full quota).
  * - `"draft-6"`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (binding policy;
@@ -54,9 +55,17 @@ function secondsUntil(at: number, now: number): number {
   return at <= now ? 0 : Math.ceil((at - now) / 1000);
 }
 
+/**
+ * One `RateLimit-Policy` list member: `"100-per-1m";q=100;w=60`; a concurrency cap counts
+ * requests in flight, not per window: `"exports";q=2;qu="concurrent-requests"` (no `w`).
+ */
+function ietfPolicyMember(p: Policy): string {
+  return p.kind === "concurrency" ? `"${p.name}";q=${p.limit};qu="concurrent-requests"` : `"${p.name}";q=${p.limit};w=${p.windowSeconds}`;
+}
+
 /** The `RateLimit-Policy` value of the `"ietf"` style for a list of policies (static per limiter). */
 export function ietfPolicyHeader(policies: readonly Policy[]): string {
-  return policies.map((p) => `"${p.name}";q=${p.limit};w=${p.windowSeconds}`).join(", ");
+  return policies.map(ietfPolicyMember).join(", ");
 }
 
 /**
@@ -69,7 +78,7 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
     compile(policies) {
       const policy = ietfPolicyHeader(policies);
       const members = policies.map((p) => `"${p.name}";`);
-      const policyMembers = policies.map((p) => `"${p.name}";q=${p.limit};w=${p.windowSeconds}`);
+      const policyMembers = policies.map(ietfPolicyMember);
       return (sink, decision, pk) => {
         const now = decision.now;
         const results = decision.policies;
@@ -88,13 +97,14 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
   "draft-7": {
     fields: ["RateLimit", "RateLimit-Policy"],
     compile(policies) {
-      const windows = new Map(policies.map((p) => [p.name, p.windowSeconds]));
+      // a concurrency cap has no window: its policy is the bare quota
+      const windows = new Map(policies.map((p) => [p.name, p.kind === "concurrency" ? "" : `;w=${p.windowSeconds}`]));
       return (sink, decision) => {
         sink.set(
           "RateLimit",
           `limit=${decision.limit}, remaining=${decision.remaining}, reset=${secondsUntil(decision.resetAt, decision.now)}`,
         );
-        sink.set("RateLimit-Policy", `${decision.limit};w=${windows.get(decision.policy) ?? 0}`);
+        sink.set("RateLimit-Policy", `${decision.limit}${windows.get(decision.policy) ?? ";w=0"}`);
       };
     },
   },

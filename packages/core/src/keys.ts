@@ -59,11 +59,12 @@ const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
   slidingLog: "sl",
   tokenBucket: "tb",
   leakyBucket: "lb",
+  concurrency: "cc",
 };
 
 /**
  * The field a policy's state is stored under, inside one identifier's record: its name and its
- * algorithm (`"100-per-1m|sw"`), so a change of algorithm under the same name starts empty.
+ * algorithm (`"100-per-1m|sw"`; `|cc` for a concurrency cap), so a change of algorithm under the same name starts empty.
  * Injective: names never end in `|` plus a kind code of their own making a clash, since the code is
  * always the last three characters.
  */
@@ -108,7 +109,7 @@ export function validatePolicies(list: readonly unknown[], where: string, option
   for (const [i, policy] of list.entries()) {
     if (!isPolicy(policy)) {
       throw new SluiceConfigError(
-        `${where}: ${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket() or leakyBucket(); got ${describe(policy)}`,
+        `${where}: ${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket(), leakyBucket() or concurrency(); got ${describe(policy)}`,
       );
     }
     if (names.has(policy.name)) {

@@ -285,7 +285,7 @@ describe("RateLimiter validation", () => {
   const cases: [string, unknown, string | RegExp][] = [
     ["no options", undefined, "[sluice] RateLimiter needs an options object with limits; got undefined"],
     ["limits empty", { limits: [] }, "[sluice] RateLimiter: limits must name at least one policy; got an empty array"],
-    ["limits missing", {}, /^\[sluice\] RateLimiter: limits\[0\] must be a policy from fixedWindow\(\), slidingWindow\(\), slidingLog\(\), tokenBucket\(\) or leakyBucket\(\); got undefined$/],
+    ["limits missing", {}, /^\[sluice\] RateLimiter: limits\[0\] must be a policy from fixedWindow\(\), slidingWindow\(\), slidingLog\(\), tokenBucket\(\), leakyBucket\(\) or concurrency\(\); got undefined$/],
     ["limits not policies", { limits: [p, { limit: 5, window: "1m" }] }, /RateLimiter: limits\[1\] must be a policy .*; got an object$/],
     ["limits a string", { limits: "100-per-1m" }, /RateLimiter: limits\[0\] must be a policy .*; got "100-per-1m"$/],
     ["limits a factory", { limits: [fixedWindow] }, /RateLimiter: limits\[0\] must be a policy .*; got a function$/],

@@ -117,6 +117,22 @@ export interface RefundOptions {
   decision?: Decision;
 }
 
+/** One buffer for every lease id drawn (ids are drawn synchronously, one at a time). */
+const LEASE_WORDS = new Uint32Array(2);
+
+/**
+ * A fresh lease id: a random positive safe integer (53 bits from `crypto.getRandomValues`,
+ * available in every runtime Sluice runs on), so two requests of a key never share one.
+ */
+function newLeaseId(): number {
+  crypto.getRandomValues(LEASE_WORDS);
+  const id = ((LEASE_WORDS[0] as number) & 0x1f_ffff) * 0x1_0000_0000 + (LEASE_WORDS[1] as number);
+  return id === 0 ? 1 : id;
+}
+
+/** The lease decimal forms `limit()` hands out: a positive safe integer without leading zeros. */
+const LEASE_TEXT = /^[1-9][0-9]{0,15}$/;
+
 /** A resolved promise shared by every decision that has no background work. */
 const NO_PENDING: Promise<void> = Promise.resolve();
 /** `retryAfterMs` of a fail-closed decision (`onStoreError: "deny"`): ask clients to come back in a second. */
@@ -246,6 +262,8 @@ export class RateLimiter {
   /** Units each allowed decision charged and may still give back through `refund`. */
   readonly #charged = new WeakMap<Decision, number>();
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
+  /** Whether a policy is a concurrency cap: each `limit()` then draws a lease id. */
+  readonly #concurrent: boolean;
   #fallback: BoundStore | undefined;
 
   constructor(options: RateLimiterOptions) {
@@ -293,11 +311,21 @@ export class RateLimiter {
     this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision);
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#bound = store.bind(this.#namespace);
+    this.#concurrent = this.policies.some((p) => p.kind === "concurrency");
+    if (this.#concurrent && typeof this.#bound.release !== "function") {
+      throw new SluiceConfigError(
+        "RateLimiter: a concurrency() limit needs a store that can release leases, and this store's bound namespace has no release(key, lease) method",
+      );
+    }
   }
 
   /**
    * Checks every policy for `key` and, if all allow, consumes `cost` from each — atomically.
    * Rejects only with {@link SluiceInputError} (bad key or cost), before touching any state.
+   *
+   * With a `concurrency()` policy, an allowed request also acquires a lease (`decision.lease`), in
+   * the same round trip: free it with {@link RateLimiter.release} when the request is done (the
+   * request pipeline of every adapter does), or it expires after the policy's `lease`.
    *
    * @example
    * ```ts
@@ -315,21 +343,29 @@ export class RateLimiter {
       if (cached !== undefined) return this.#marked(cached);
       sentAt = denials.now();
     }
+    // a lease id only when a concurrency policy needs one: the common path draws nothing
+    const lease = this.#concurrent ? newLeaseId() : 0;
     let result: MaybePromise<StoreResult>;
     let remote = false;
     try {
-      result = this.#bound.consume(key, cost);
+      result = lease === 0 ? this.#bound.consume(key, cost) : this.#bound.consume(key, cost, lease);
       if (isThenable(result)) {
         remote = true;
         result = await this.#withTimeout(result);
       }
     } catch (error) {
       // store failures, timeouts and the fallback's answers are never cached
-      return this.#marked(this.#failed(error, (fallback) => fallback.consume(key, cost) as StoreResult));
+      const failed = this.#failed(error, (fallback) => fallback.consume(key, cost, lease) as StoreResult);
+      // the fallback store holds the lease (onStoreError "allow" acquires none)
+      if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") failed.lease = String(lease);
+      return this.#marked(failed);
     }
     const decision = toDecision(result);
     if (remote && denials !== undefined && !decision.allowed) denials.remember(key, cost, decision, sentAt, denials.now());
-    else if (decision.allowed) this.#charged.set(decision, cost);
+    else if (decision.allowed) {
+      this.#charged.set(decision, cost);
+      if (lease !== 0) decision.lease = String(lease);
+    }
     return this.#marked(decision);
   }
 
@@ -383,6 +419,52 @@ export class RateLimiter {
   }
 
   /**
+   * Frees the slot a request holds on the limiter's concurrency policy: `lease` is the decision
+   * `limit()` returned, or its `lease` string. The request pipeline of every adapter calls it when
+   * the response has been produced (a streamed body: when the stream ends or is cancelled); call it
+   * yourself for work outside an adapter, in a `finally`. Atomic, one round trip; idempotent (a
+   * lease already released, or expired, changes nothing). Clears the key's cached denial. Resolves
+   * to the key's state afterwards (as `peek` does); a decision that holds no lease releases nothing
+   * and resolves to the state. Rejects if the store fails (the slot then frees when the lease
+   * expires) or with `SluiceInputError` for a bad key or lease.
+   *
+   * @example
+   * ```ts
+   * const decision = await limiter.limit(`export:${user}`);
+   * if (!decision.allowed) return tooMany(decision);
+   * try {
+   *   return await buildExport(user);
+   * } finally {
+   *   await limiter.release(`export:${user}`, decision);
+   * }
+   * ```
+   */
+  async release(key: string, lease: string | Decision): Promise<Decision> {
+    assertKey(key);
+    let text: unknown = lease;
+    if (typeof lease === "object" && lease !== null) {
+      if (typeof lease.now !== "number") {
+        throw new SluiceInputError(`release: lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(lease)}`);
+      }
+      text = lease.lease;
+      if (text === undefined) return this.peek(key);
+    }
+    if (typeof text !== "string" || !LEASE_TEXT.test(text) || !Number.isSafeInteger(Number(text))) {
+      throw new SluiceInputError(`release: lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(text)}`);
+    }
+    if (!this.#concurrent) return this.peek(key);
+    const id = Number(text);
+    this.#forgetDenial(key);
+    // a lease the fallback store acquired while the store was down is freed there
+    this.#fallback?.release?.(key, id);
+    let result = (this.#bound.release as NonNullable<BoundStore["release"]>).call(this.#bound, key, id);
+    if (isThenable(result)) result = await this.#withTimeout(result);
+    // a denial that arrived while the release was on its way is older than the release
+    this.#forgetDenial(key);
+    return this.#marked(toDecision(result));
+  }
+
+  /**
    * The state of `key` now without consuming anything: `remaining`/`resetAt` describe the state
    * now; `allowed`/`retryAfterMs` say whether a cost-1 request would pass.
    *
@@ -425,8 +507,8 @@ export class RateLimiter {
 
   /**
    * Drops `key`'s entry from the deny cache, so that its next call asks the store. Whatever gives
-   * quota back to a key must call it: `reset`, and `refund` when it comes (a refunded key may pass
-   * before its cached denial would expire).
+   * quota back to a key must call it: `reset`, `refund` and `release` (a key may pass before its
+   * cached denial would expire).
    */
   #forgetDenial(key: string): void {
     this.#denials?.forget(key);

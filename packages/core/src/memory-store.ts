@@ -1,5 +1,5 @@
 import type { Policy } from "./algorithms.js";
-import { type Layout, blockExpiresAtUs, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll } from "./engine.js";
+import { type Layout, blockExpiresAtUs, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
@@ -335,7 +335,7 @@ class MemoryBinding implements BoundStore {
     this.#scratchNum = new Float64Array(layout.numStride);
   }
 
-  consume(key: string, cost: number): StoreResult {
+  consume(key: string, cost: number, lease = 0): StoreResult {
     const slots = this.#slots;
     const table = this.#table;
     const layout = this.#layout;
@@ -355,8 +355,8 @@ class MemoryBinding implements BoundStore {
     const single = this.#single;
     const policies =
       single !== undefined
-        ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true)]
-        : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost);
+        ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
+        : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, lease);
     return { now: Math.floor(nowUs / 1000), policies };
   }
 
@@ -386,6 +386,16 @@ class MemoryBinding implements BoundStore {
       const local = this.#slots.links[LINK_WIDTH * slot + LOCAL] as number;
       const table = this.#table;
       refundAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAt === undefined ? -1 : chargedAt * 1000);
+    }
+    return this.peek(key);
+  }
+
+  release(key: string, lease: number): StoreResult {
+    const slot = this.#table.map.get(key);
+    if (slot !== undefined) {
+      const local = this.#slots.links[LINK_WIDTH * slot + LOCAL] as number;
+      const table = this.#table;
+      releaseAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), lease);
     }
     return this.peek(key);
   }

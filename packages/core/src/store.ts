@@ -6,7 +6,8 @@
  *   every store), {@link policyField} (the field a policy's state lives under), and the limits
  *   every store enforces, {@link MAX_POLICIES} and {@link MAX_KEY_LENGTH}, with
  *   {@link assertNamespace} and {@link assertKey} to check them.
- * - A pure decision over a JSON value: {@link decideState} and {@link peekState} take the key's
+ * - A pure decision over a JSON value: {@link decideState} and {@link peekState} (and
+ *   {@link refundState}, {@link releaseState}) take the key's
  *   stored state (whatever your storage returns, parsed) and give back the results and the state
  *   to write. The algorithms, their state format and its expiry stay inside Sluice: a store only
  *   reads, decides and writes, atomically per identifier.
@@ -48,7 +49,7 @@
  * @module
  */
 import type { Policy } from "./algorithms.js";
-import { type Layout, NUM_WIDTH, blockExpiresAtUs, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, startedBlock } from "./engine.js";
+import { type Layout, NUM_WIDTH, blockExpiresAtUs, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
 import type { PolicyResult } from "./types.js";
@@ -84,6 +85,9 @@ export {
   peekAll,
   refundPolicy,
   refundAll,
+  releasePolicy,
+  releaseAll,
+  CONCURRENCY_RETRY_MS,
   startedBlock,
   blockExpiresAtUs,
   layoutOf,
@@ -97,7 +101,8 @@ export {
 /**
  * The stored state of one identifier (one {@link storageKey}): for each policy, under its
  * {@link policyField}, a list of integers — the epoch-µs time at which that policy's state is empty
- * again, then the algorithm's numbers. Plain JSON: store it as a JSON string, a hash of fields, a
+ * again, then the algorithm's numbers (a concurrency cap's: its live leases, `expires (µs), id`
+ * pairs). Plain JSON: store it as a JSON string, a hash of fields, a
  * row. Its contents are Sluice's business: keep it as it comes back from {@link decideState}.
  *
  * Several limiters with the same prefix and tier (with different policies) share one identifier;
@@ -182,6 +187,23 @@ function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num:
     const value = (state as Record<string, unknown>)[fields[i] as string];
     if (!isField(value) || (value[0] as number) <= nowUs) continue;
     const off = layout.numOffsets[i] as number;
+    if (policy.kind === "concurrency") {
+      // [expires, lease expires, lease id, ...]: the live leases only (expired ones are purged on read)
+      if (value.length % 2 !== 1) continue;
+      const leases: number[] = [];
+      let latest = 0;
+      for (let j = 1; j < value.length; j += 2) {
+        const expires = value[j] as number;
+        const id = value[j + 1] as number;
+        if (id < 0 || expires <= nowUs) continue;
+        leases.push(expires, id);
+        if (expires > latest) latest = expires;
+      }
+      if (leases.length === 0) continue;
+      num[off] = latest;
+      obj[layout.objOffsets[i] as number] = leases;
+      continue;
+    }
     if (policy.kind === "slidingLog") {
       // [expires, time, cost, time, cost, ...], oldest first: the sum is always recomputed
       if (value.length % 2 !== 1) continue;
@@ -227,6 +249,9 @@ function latestExpiry(state: StoredState | undefined): number {
  *   malformed fields read as empty.
  * @param nowUs - The store's clock, integer epoch microseconds (`Date.now() * 1000`).
  * @param cost - Units to consume: a positive safe integer (else {@link SluiceInputError}).
+ * @param lease - The id of the lease an allowed request acquires on each concurrency policy (the
+ *   `lease` argument of `BoundStore.consume`): a non-negative safe integer; 0 or absent when none
+ *   was given.
  *
  * @example
  * ```ts
@@ -240,13 +265,17 @@ export function decideState(
   state: StoredState | undefined,
   nowUs: number,
   cost: number,
+  lease = 0,
 ): StateDecision {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
     throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
   }
+  if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease < 0) {
+    throw new SluiceInputError(`lease must be a non-negative safe integer; got ${describe(lease)}`);
+  }
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
-  const results = consumeAll(plan.layout, num, 0, obj, 0, nowUs, cost);
+  const results = consumeAll(plan.layout, num, 0, obj, 0, nowUs, cost, lease);
   for (let i = 0; i < results.length; i++) {
     if (!(results[i] as PolicyResult).allowed) {
       // a denial writes nothing, unless it started a penalty box
@@ -284,6 +313,15 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
     const value = [at];
     if (policy.kind === "slidingLog") {
       for (const x of obj[oOff] as number[]) value.push(x);
+    } else if (policy.kind === "concurrency") {
+      const leases = (obj[oOff] as number[] | undefined) ?? [];
+      for (let j = 0; j < leases.length; j += 2) {
+        if ((leases[j] as number) > nowUs) value.push(leases[j] as number, leases[j + 1] as number);
+      }
+      if (value.length === 1) {
+        delete next[field];
+        continue;
+      }
     } else {
       for (let j = 0; j < NUM_WIDTH[policy.kind]; j++) value.push(num[off + j] as number);
     }
@@ -330,6 +368,30 @@ export function refundState(
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
   const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtMs === undefined ? -1 : chargedAtMs * 1000);
+  const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
+  if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
+  return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };
+}
+
+/**
+ * Frees lease `lease` on every concurrency policy (`BoundStore.release`): the lease is dropped, and
+ * every expired one with it. Idempotent: an unknown, released or expired lease changes nothing.
+ * Answers the state afterwards as {@link peekState} does, and the state to write (`undefined` when
+ * nothing changed). Pure, like {@link decideState}.
+ *
+ * @example
+ * ```ts
+ * const r = releaseState(namespace.policies, row?.state, Date.now() * 1000, lease);
+ * if (r.state !== undefined) await db.put(id, JSON.stringify(r.state), { expiresAtUs: r.expiresAtUs });
+ * ```
+ */
+export function releaseState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, lease: number): StateDecision {
+  if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease <= 0) {
+    throw new SluiceInputError(`lease must be a positive safe integer; got ${describe(lease)}`);
+  }
+  const plan = planOf(policies);
+  const { num, obj } = load(plan, state, nowUs);
+  const changed = releaseAll(plan.layout, num, 0, obj, 0, nowUs, lease);
   const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
   if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
   return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };

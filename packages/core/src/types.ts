@@ -81,6 +81,15 @@ export interface Decision {
    * (a test, a custom store's tooling) need not say it.
    */
   dryRun?: boolean;
+  /**
+   * The lease this request holds on the limiter's concurrency policy (a `concurrency()` limit): the
+   * decimal form of a random positive integer, set only on an allowed decision that acquired one
+   * (in dry run too). The request pipeline of every adapter releases it when the response has been
+   * produced (a streamed body: when the stream ends or is cancelled); outside an adapter, call
+   * `limiter.release(key, decision)`. Never released, it expires after the policy's `lease`.
+   * Absent when the limiter has no concurrency policy.
+   */
+  lease?: string;
 }
 
 /** What a store returns for one decision: the store's clock and one result per policy. */
@@ -106,8 +115,13 @@ export interface StoreNamespace {
  * atomically, with the store's own clock.
  */
 export interface BoundStore {
-  /** Checks every policy for `cost`; if all allow, consumes from all; otherwise consumes nothing. */
-  consume(key: string, cost: number): MaybePromise<StoreResult>;
+  /**
+   * Checks every policy for `cost`; if all allow, consumes from all; otherwise consumes nothing.
+   * `lease` (given by the limiter when it has a concurrency policy: a random positive safe integer)
+   * is the id under which an allowed request holds its slot of every concurrency policy, until
+   * {@link BoundStore.release} or the policy's lease expires.
+   */
+  consume(key: string, cost: number, lease?: number): MaybePromise<StoreResult>;
   /** The state now, and whether a cost-1 request would pass; consumes nothing. */
   peek(key: string): MaybePromise<StoreResult>;
   /** Forgets every policy's state for `key`. */
@@ -120,6 +134,13 @@ export interface BoundStore {
    * Optional for stores written before refunds; `RateLimiter.refund` needs it.
    */
   refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult>;
+  /**
+   * Frees the slot `lease` holds on every concurrency policy of `key`, atomically (expired leases
+   * are dropped too). Idempotent: an unknown, already released or expired lease is a no-op.
+   * Answers the state afterwards, as `peek` does. Optional for stores written before concurrency
+   * limits; a `RateLimiter` with a `concurrency()` policy needs it.
+   */
+  release?(key: string, lease: number): MaybePromise<StoreResult>;
 }
 
 /**

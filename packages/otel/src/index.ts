@@ -9,7 +9,7 @@
  *   `sluice.reason` and `sluice.tier`.
  * - {@link instrumentStore} wraps any `Store` (`MemoryStore`, `RedisStore`, `UpstashStore`,
  *   `DurableObjectStore`, your own) so that each call its limiter makes — `consume`, `peek`,
- *   `reset`, `refund` — is one span, `sluice.store consume` …, with the round trip's outcome, and
+ *   `reset`, `refund`, `release` — is one span, `sluice.store consume` …, with the round trip's outcome, and
  *   one measurement of the histogram `sluice.store.duration` (seconds).
  *
  * Both use the global `MeterProvider` and `TracerProvider` unless given one. The global meter
@@ -67,7 +67,7 @@ export const ATTR_SLUICE_TIER = "sluice.tier";
 export const ATTR_SLUICE_DRY_RUN = "sluice.dry_run";
 /** The store: its `name` option, else its class name (`MemoryStore`, `RedisStore`, `UpstashStore`, `DurableObjectStore`). */
 export const ATTR_SLUICE_STORE = "sluice.store";
-/** The store call: `consume`, `peek`, `reset` or `refund`. */
+/** The store call: `consume`, `peek`, `reset`, `refund` or `release` (a concurrency lease freed). */
 export const ATTR_SLUICE_OPERATION = "sluice.operation";
 /** The limiter's key prefix (spans only). */
 export const ATTR_SLUICE_PREFIX = "sluice.prefix";
@@ -184,10 +184,13 @@ export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): O
 }
 
 /** The operations a bound store may have; each present one is instrumented. */
-type Operation = "consume" | "peek" | "reset" | "refund";
+type Operation = "consume" | "peek" | "reset" | "refund" | "release";
 
-/** A bound store with the optional `refund` (stores written before refunds lack it). */
-type AnyBoundStore = BoundStore & { refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult> };
+/** A bound store with the optional `refund` and `release` (stores written before them lack them). */
+type AnyBoundStore = BoundStore & {
+  refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult>;
+  release?(key: string, lease: number): MaybePromise<StoreResult>;
+};
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
   return value != null && typeof (value as { then?: unknown }).then === "function";
@@ -219,7 +222,7 @@ function storeNameOf(store: Store, option: string | undefined): string {
  * synchronously, errors are rethrown as they came, and extra work is a span and one histogram
  * measurement per call (no-ops without an SDK).
  *
- * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`), kind `CLIENT`, with
+ * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`, `release`), kind `CLIENT`, with
  *   `sluice.store`, `sluice.operation`, `sluice.prefix`, `sluice.tier` (when set) and
  *   `sluice.cost`; when the store answers, the outcome: `sluice.allowed`, `sluice.policy` (the
  *   binding policy), `sluice.reason` (`ok`, `limit` or `cost-exceeds-limit`) and
@@ -317,13 +320,19 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       }
 
       const wrapped: AnyBoundStore = {
-        consume: (key, cost) => call("consume", cost, () => bound.consume(key, cost)),
+        // the lease (a concurrency cap's) is passed on only when there is one: a store written
+        // before concurrency limits sees the call it always saw
+        consume: (key, cost, lease) => call("consume", cost, () => (lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease))),
         peek: (key) => call("peek", undefined, () => bound.peek(key)),
         reset: (key) => call("reset", undefined, () => bound.reset(key)),
       };
       const refund = bound.refund;
       if (typeof refund === "function") {
         wrapped.refund = (key, cost, chargedAt) => call("refund", cost, () => refund.call(bound, key, cost, chargedAt));
+      }
+      const release = bound.release;
+      if (typeof release === "function") {
+        wrapped.release = (key, lease) => call("release", undefined, () => release.call(bound, key, lease));
       }
       return wrapped;
     },

@@ -3,7 +3,7 @@
  * status, exception events), exact histogram counts and attributes; the store's behaviour unchanged.
  */
 import { type Context, type ContextManager, ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
-import { MemoryStore, RateLimiter, SluiceStoreError, type Store, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
+import { MemoryStore, RateLimiter, SluiceStoreError, type Store, concurrency, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   INSTRUMENTATION_SCOPE,
@@ -276,5 +276,24 @@ describe("instrumentStore's arguments", () => {
     };
     const without = instrumentStore(plain, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] });
     expect("refund" in without).toBe(false);
+    expect("release" in without).toBe(false);
+  });
+
+  it("passes a concurrency lease through consume and forwards release, as a span of its own", async () => {
+    const limiter = new RateLimiter({
+      store: instrumentStore(new MemoryStore({ clock: () => T0 }), providers),
+      limits: [concurrency({ limit: 1, name: "exports" })],
+    });
+    const held = await limiter.limit("k");
+    expect([held.allowed, typeof held.lease]).toEqual([true, "string"]);
+    expect((await limiter.limit("k")).allowed).toBe(false); // the wrapped store kept the lease
+    expect((await limiter.release("k", held)).remaining).toBe(1);
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    expect(sdk.spans().map((s) => [s.name, s.attributes["sluice.allowed"], s.attributes["sluice.remaining"]])).toEqual([
+      ["sluice.store consume", true, 0],
+      ["sluice.store consume", false, 0],
+      ["sluice.store release", true, 1],
+      ["sluice.store consume", true, 0],
+    ]);
   });
 });

@@ -10,8 +10,8 @@ describe("committed Lua (packages/redis/lua)", () => {
     expect(committed, `lua/${file} is stale: run \`pnpm --filter @sluice/redis gen:lua\``).toBe(renderLuaFile(entry));
   });
 
-  it("covers one limit, a three-limit tier and a sliding log", () => {
+  it("covers one limit, a three-limit tier, a sliding log and a concurrency cap with a rate limit", () => {
     const kinds = LUA_FILES.map((entry) => entry.policies().map((p) => p.kind));
-    expect(kinds).toEqual([["tokenBucket"], ["slidingWindow", "fixedWindow", "tokenBucket"], ["slidingLog"]]);
+    expect(kinds).toEqual([["tokenBucket"], ["slidingWindow", "fixedWindow", "tokenBucket"], ["slidingLog"], ["concurrency", "fixedWindow"]]);
   });
 });

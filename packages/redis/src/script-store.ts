@@ -128,7 +128,7 @@ class ScriptBinding implements BoundStore {
     return [`${this.#keyStart}${encodeKeyPart(key)}}`];
   }
 
-  #args(cost: number, mode: "c" | "p" | "r"): string[] {
+  #args(cost: number, mode: "c" | "p" | "r" | "x"): string[] {
     // production sends as little as it can: the cost, and the mode for a peek
     if (this.testClock !== undefined) return [String(cost), mode, String(Math.floor(this.testClock() * 1000))];
     return mode === "c" ? [String(cost)] : [String(cost), mode];
@@ -175,8 +175,21 @@ class ScriptBinding implements BoundStore {
     return { now: reply[0] as number, policies };
   }
 
-  consume(key: string, cost: number): Promise<StoreResult> {
-    return this.#run(this.#keys(key), this.#args(cost, "c"));
+  consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
+    const args = this.#args(cost, "c");
+    if (lease !== undefined && lease !== 0) {
+      // the lease an allowed request holds its concurrency slots under: ARGV[4]
+      if (args.length === 1) args.push("c", "");
+      args.push(String(lease));
+    }
+    return this.#run(this.#keys(key), args);
+  }
+
+  release(key: string, lease: number): Promise<StoreResult> {
+    const args = this.#args(1, "x");
+    if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
+    args.push(String(lease));
+    return this.#run(this.#keys(key), args);
   }
 
   peek(key: string): Promise<StoreResult> {

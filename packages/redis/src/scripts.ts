@@ -17,7 +17,9 @@
  * one field per policy (core's `policyField`, `<name>|<kind>`) holding `tat` (buckets),
  * `window:count` (fixed window), `window:previous:current` (sliding window) or the whole log
  * `time:cost,time:cost,...` (sliding log, µs, oldest first: its sum is recomputed from the entries,
- * so the two can never disagree), plus `@expires` (when the hash's TTL runs out). Losing the key,
+ * so the two can never disagree) or the live leases `expires:id,expires:id,...` (concurrency cap,
+ * µs; expired leases are dropped whenever the field is written, and never count), plus `@expires`
+ * (when the hash's TTL runs out). Losing the key,
  * any field or `@expires` (eviction, `DEL`, `HDEL`) therefore only forgets state. A field that
  * does not parse reads as empty.
  *
@@ -27,7 +29,7 @@
  * @module
  */
 import { SluiceConfigError } from "@sluice/core";
-import { MAX_POLICIES, type Policy, blockField as blockFieldOf, policyField } from "@sluice/core/store";
+import { CONCURRENCY_RETRY_MS, MAX_POLICIES, type Policy, blockField as blockFieldOf, policyField } from "@sluice/core/store";
 import { sha1 } from "./sha1.js";
 
 /** A Lua script and the SHA-1 that `EVALSHA` names it by. */
@@ -47,6 +49,7 @@ const KIND_CODE: Readonly<Record<Policy["kind"], string>> = {
   slidingLog: "sl",
   tokenBucket: "tb",
   leakyBucket: "lb",
+  concurrency: "cc",
 };
 
 /** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */
@@ -73,6 +76,11 @@ interface Part {
    * with `changed(field, value)` (or `emptied(field)`) when it changed.
    */
   refund: string;
+  /**
+   * Release mode (concurrency caps only, else empty): frees lease `lease` (and every expired one),
+   * updating the read locals (so the peek that follows sees it) and writing the field.
+   */
+  release: string;
   /** The HSET value expression after an allowed request. */
   value: string;
   /** When (µs) the written state is empty again. */
@@ -125,6 +133,7 @@ end`,
   ${p}_tat = max(now_us, ${p}_tat - refund_cost * ${int(T)})
   changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
 end`,
+        release: "",
         value: `fmt('%.0f', ${p}_new_tat)`,
         expiresUs: `${p}_new_tat`,
       };
@@ -158,6 +167,7 @@ end`,
   ${p}_count = max(0, ${p}_count - refund_cost)
   changed(${str(policyField(policy))}, fmt('%.0f:%.0f', ${p}_window, ${p}_count))
 end`,
+        release: "",
         value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
         expiresUs: `(${p}_new_window + 1) * ${int(W * 1000)}`,
       };
@@ -227,6 +237,7 @@ end`,
   end
   if done then changed(${str(policyField(policy))}, fmt('%.0f:%.0f:%.0f', ${p}_window, ${p}_previous, ${p}_current)) end
 end`,
+        release: "",
         value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
         expiresUs: `(${p}_new_window + 2) * ${int(W * 1000)}`,
       };
@@ -321,8 +332,75 @@ end`,
     if #parts == 0 then emptied(${str(policyField(policy))}) else changed(${str(policyField(policy))}, table.concat(parts, ',')) end
   end
 end`,
+        release: "",
         value: `${p}_new_log`,
         expiresUs: `now_us + ${int(Wus)}`,
+      };
+    }
+    case "concurrency": {
+      const L = policy.limit;
+      const leaseUs = policy.leaseMs * 1000;
+      const field = str(policyField(policy));
+      return {
+        describe: `${about}, limit ${int(L)} in flight, leases of ${int(leaseUs)} µs; stored: the leases, "expires:id,expires:id,..." (µs)`,
+        // expired leases are dropped as they are read: they hold no slot
+        read: `local ${p}_expires, ${p}_ids = {}, {}
+local ${p}_latest = 0
+if ${stored} then
+  for expires, id in gmatch(${stored}, '(%d+):(%d+)') do
+    local at = tonumber(expires)
+    if at > now_us then
+      ${p}_expires[#${p}_expires + 1] = at
+      ${p}_ids[#${p}_ids + 1] = tonumber(id)
+      if at > ${p}_latest then ${p}_latest = at end
+    end
+  end
+end
+local ${p}_new_leases`,
+        // one slot per request, whatever c; c = math.huge asks for the state now. A slot may free at
+        // the earliest expiry, or any time before (a release): the wait is at most 1000 ms
+        decide: `local function ${p}_decide(c)
+  local n = #${p}_expires
+  local earliest
+  for j = 1, n do
+    if earliest == nil or ${p}_expires[j] < earliest then earliest = ${p}_expires[j] end
+  end
+  if c ~= math.huge and n < ${int(L)} then
+    local expires = now_us + ${int(leaseUs)}
+    if earliest == nil or expires < earliest then earliest = expires end
+    return 1, ${int(L)} - n - 1, ceil(max(${p}_latest, expires) / 1000), 0, 0, now_ms + math.min(${int(CONCURRENCY_RETRY_MS)}, ceil((earliest - now_us) / 1000))
+  end
+  if n == 0 then return 0, ${int(L)}, now_ms, 0, 0, now_ms end
+  local wait = math.min(${int(CONCURRENCY_RETRY_MS)}, ceil((earliest - now_us) / 1000))
+  return 0, max(0, ${int(L)} - n), ceil(${p}_latest / 1000), wait, 0, now_ms + wait
+end`,
+        prepare: `  do
+    local parts = {}
+    for j = 1, #${p}_expires do parts[j] = fmt('%.0f:%.0f', ${p}_expires[j], ${p}_ids[j]) end
+    parts[#parts + 1] = fmt('%.0f:%.0f', now_us + ${int(leaseUs)}, lease)
+    ${p}_new_leases = table.concat(parts, ',')
+  end`,
+        refund: "",
+        release: `do
+  local kept_expires, kept_ids, parts = {}, {}, {}
+  local latest = 0
+  for j = 1, #${p}_expires do
+    if ${p}_ids[j] ~= lease then
+      kept_expires[#kept_expires + 1] = ${p}_expires[j]
+      kept_ids[#kept_ids + 1] = ${p}_ids[j]
+      parts[#parts + 1] = fmt('%.0f:%.0f', ${p}_expires[j], ${p}_ids[j])
+      if ${p}_expires[j] > latest then latest = ${p}_expires[j] end
+    end
+  end
+  if #parts > 0 then
+    redis.call('HSET', KEYS[1], ${field}, table.concat(parts, ','))
+  elseif ${stored} then
+    redis.call('HDEL', KEYS[1], ${field})
+  end
+  ${p}_expires, ${p}_ids, ${p}_latest = kept_expires, kept_ids, latest
+end`,
+        value: `${p}_new_leases`,
+        expiresUs: `max(${p}_latest, now_us + ${int(leaseUs)})`,
       };
     }
   }
@@ -330,10 +408,12 @@ end`,
 
 /**
  * Generates the `decide` script for a list of policies (in order). `KEYS[1]` is the identifier's
- * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, `"p"` peek or `"r"` refund,
- * whose ARGV[4] is when the refunded request was charged, in ms) and a
- * fixed now in µs (test stores only; without it the script reads `TIME`). Returns `{ now_ms, then
- * per policy: allowed (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt }`.
+ * hash. ARGV: cost; then, optionally, the mode (`"c"` consume, the default, `"p"` peek, `"r"` refund
+ * or `"x"` release), a fixed now in µs (test stores and `clock: "client"`; `''` or absent: `TIME`)
+ * and the mode's own argument: for a refund, when the refunded request was charged (ms); for a
+ * consume or a release, the lease id (a positive integer) under which an allowed request holds its
+ * slot of every concurrency cap, or the lease to free. Returns `{ now_ms, then per policy: allowed
+ * (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt, blocked (1/0) }`.
  *
  * @example
  * ```ts
@@ -350,11 +430,13 @@ export function decideScript(policies: readonly Policy[]): Script {
   // penalty boxes: a field of their own per policy, read after '@expires'
   const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
   const answer = (results: string[]) => `answer(${results.join(", ")})`;
+  const concurrent = policies.some((policy) => policy.kind === "concurrency");
   const lines = [
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}${policy.block === undefined ? "" : " with a penalty box"}`).join(", ")}`,
     "-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.",
-    "-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and",
-    "-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).",
+    `-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund${concurrent ? ", 'x' release" : ""}), now in µs (test stores and`,
+    `-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms)${concurrent ? "; for a consume" : "."}`,
+    ...(concurrent ? ["-- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free)."] : []),
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
     "-- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
@@ -368,6 +450,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])",
     "end",
     "local now_ms = floor(now_us / 1000)",
+    ...(concurrent ? ["local lease = 0", "if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end"] : []),
     ...(policies.some((policy) => policy.kind === "tokenBucket" || policy.kind === "leakyBucket")
       ? [
           "-- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full",
@@ -407,10 +490,18 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  local writes, deletes = {}, {}",
     "  local function changed(field, value) writes[#writes + 1] = field; writes[#writes + 1] = value end",
     "  local function emptied(field) deletes[#deletes + 1] = field end",
-    ...parts.map((x) => x.refund.replace(/^/gm, "  ")),
+    ...parts.filter((x) => x.refund !== "").map((x) => x.refund.replace(/^/gm, "  ")),
     "  if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end",
     "  if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end",
     "end",
+    ...(concurrent
+      ? [
+          "if ARGV[2] == 'x' then",
+          "  -- release: free lease ARGV[4] on every concurrency cap (expired leases go too), then answer as a peek",
+          ...parts.filter((x) => x.release !== "").map((x) => x.release.replace(/^/gm, "  ")),
+          "end",
+        ]
+      : []),
     ...(blocked.length === 0
       ? []
       : [
@@ -430,7 +521,7 @@ export function decideScript(policies: readonly Policy[]): Script {
           `  return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `${p}_block_until` : "nil"})`))}`,
           "end",
         ]),
-    "if ARGV[2] == 'p' or ARGV[2] == 'r' then",
+    `if ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""} then`,
     "  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now",
     "  local function peeked(decide)",
     "    local r = { decide(1) }",

@@ -204,7 +204,7 @@ describe("losing any storage key or field only forgets state (every algorithm, r
       it(`${transport}: ${config.name}`, async () => {
         const t = transports.find((x) => x.name === transport)!;
         const policies = config.policies();
-        const fields = policies.map((p) => `${p.name}|${({ fixedWindow: "fw", slidingWindow: "sw", slidingLog: "sl", tokenBucket: "tb", leakyBucket: "lb" } as const)[p.kind]}`);
+        const fields = policies.map((p) => `${p.name}|${({ fixedWindow: "fw", slidingWindow: "sw", slidingLog: "sl", tokenBucket: "tb", leakyBucket: "lb", concurrency: "cc" } as const)[p.kind]}`);
         const maxCost = Math.min(...policies.map((p) => (p.kind === "tokenBucket" || p.kind === "leakyBucket" ? p.burst + p.queue : p.limit)));
         const targets = await targetsOf(t, policies, schedule(1, maxCost));
         // one key per identifier: its policies' fields and "@expires", nothing else

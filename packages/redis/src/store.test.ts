@@ -5,6 +5,7 @@ import {
   SluiceConfigError,
   SluiceStoreError,
   type Store,
+  concurrency,
   fixedWindow,
   leakyBucket,
   slidingLog,
@@ -130,11 +131,13 @@ describe(`${MAX_POLICIES} policies of any kind run on Redis; ${MAX_POLICIES + 1}
     ["slidingLog", each((i) => slidingLog({ limit: 10 + i, window: "1m", name: `p${i}` }))],
     ["tokenBucket", each((i) => tokenBucket({ capacity: 10 + i, refillRate: 1, name: `p${i}` }))],
     ["leakyBucket", each((i) => leakyBucket({ rate: 1, period: "1s", burst: 10 + i, queue: 2, name: `p${i}` }))],
+    ["concurrency", each((i) => concurrency({ limit: 10 + i, name: `p${i}` }))],
+    ["slidingLog with a penalty box", each((i) => slidingLog({ limit: 10 + i, window: "1m", name: `p${i}`, block: { base: "1s", factor: 2, max: "1m" } }))],
     [
       "mixed",
       each((i) => {
         const name = `p${i}`;
-        switch (i % 5) {
+        switch (i % 6) {
           case 0:
             return slidingLog({ limit: 10 + i, window: "1m", name });
           case 1:
@@ -143,8 +146,10 @@ describe(`${MAX_POLICIES} policies of any kind run on Redis; ${MAX_POLICIES + 1}
             return fixedWindow({ limit: 10 + i, window: "1m", name });
           case 3:
             return tokenBucket({ capacity: 10 + i, refillRate: 1, name });
-          default:
+          case 4:
             return leakyBucket({ rate: 1, period: "1s", burst: 10 + i, queue: 3, name });
+          default:
+            return concurrency({ limit: 10 + i, name });
         }
       }),
     ],
@@ -174,10 +179,12 @@ describe(`${MAX_POLICIES} policies of any kind run on Redis; ${MAX_POLICIES + 1}
         const limiter = new RateLimiter({ store, limits: policies, prefix: uniquePrefix("max"), onStoreError: "deny", denyCache: false });
         for (let i = 0; i < 12; i++) {
           const d = await limiter.limit("k");
-          expect(d.reason, `${client} ${kind} #${i}`).toMatch(/^(ok|limit)$/);
+          expect(d.reason, `${client} ${kind} #${i}`).toMatch(/^(ok|limit|blocked)$/);
           expect(d.policies).toHaveLength(MAX_POLICIES);
+          // a lease of every other request goes back: the release mode runs with every policy too
+          if (d.lease !== undefined && i % 2 === 0) expect((await limiter.release("k", d)).policies).toHaveLength(MAX_POLICIES);
         }
-        expect((await limiter.peek("k")).reason).toMatch(/^(ok|limit)$/);
+        expect((await limiter.peek("k")).reason).toMatch(/^(ok|limit|blocked)$/);
         expect(() => new RateLimiter({ store, limits: [...policies, fixedWindow({ limit: 1, window: "1m", name: "one-more" })] })).toThrow(SluiceConfigError);
       }
     });

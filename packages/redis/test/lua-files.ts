@@ -1,10 +1,10 @@
 /**
- * The generated `decide` scripts of three representative configurations, committed as
+ * The generated `decide` scripts of four representative configurations, committed as
  * `packages/redis/lua/*.lua` so the Lua can be reviewed without running the generator.
  * `src/lua-files.test.ts` fails when a file is stale; `pnpm --filter @sluice/redis gen:lua`
  * rewrites them.
  */
-import { type Policy, fixedWindow, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
+import { type Policy, concurrency, fixedWindow, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
 import { decideScript } from "../src/scripts.js";
 
 export interface LuaFile {
@@ -40,6 +40,11 @@ export const LUA_FILES: readonly LuaFile[] = [
     file: "sliding-log.lua",
     source: 'slidingLog({ limit: 5, window: "15m", name: "login" })',
     policies: () => [slidingLog({ limit: 5, window: "15m", name: "login" })],
+  },
+  {
+    file: "concurrency.lua",
+    source: ['[', '  concurrency({ limit: 2, name: "exports" }),', '  fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),', "]"].join("\n"),
+    policies: () => [concurrency({ limit: 2, name: "exports" }), fixedWindow({ limit: 100, window: "1h", name: "per-hour" })],
   },
 ];
 

@@ -2,7 +2,8 @@
  * The conformance suite every store must pass: `testStore({ makeStore })` registers Vitest tests
  * for every algorithm's exact decisions, window edges (through the store's test clock), multi-limit
  * atomicity, costs above 1, peek, reset, key and prefix isolation, the key schema (`testKeySchema`:
- * prefix and tier collisions, lone surrogates, long keys), tight `retryAfterMs`, a property test
+ * prefix and tier collisions, lone surrogates, long keys), tight `retryAfterMs`, refunds, the
+ * penalty box, concurrency caps (leases, release, lease expiry on the test clock), a property test
  * against the reference models, and the recorded vectors.
  *
  * @example
@@ -18,6 +19,7 @@ import {
   type Policy,
   RateLimiter,
   type Store,
+  concurrency,
   fixedWindow,
   leakyBucket,
   setRateLimitHeaders,
@@ -372,6 +374,8 @@ export function testStore(options: TestStoreOptions): void {
       });
     });
 
+    // concurrency caps are left out: a slot may be released at any moment, so a concurrency denial's
+    // retryAfterMs (1 s, or the earliest lease expiry when sooner) is a hint, not the exact time
     describe("tight retryAfterMs", () => {
       const configs: [string, () => Policy[], number][] = [
         ["fixedWindow", () => [fixedWindow({ limit: 7, window: "2s" })], 2],
@@ -476,6 +480,8 @@ export function testStore(options: TestStoreOptions): void {
         expect(ietf(l, e)).toEqual(['"burst";r=1;t=2, "per-minute";r=0;t=36, "per-day";r=95;t=86364', "36"]);
       });
 
+      // (not for a concurrency cap: its refillAt is the earliest lease expiry or 1 s, whichever is
+      // sooner, and a release may free a slot before it)
       it("at refillAt a request of r + 1 units passes, 1 ms earlier it does not", async () => {
         const configs: Policy[] = [
           fixedWindow({ limit: 7, window: "2s" }),
@@ -673,6 +679,101 @@ export function testStore(options: TestStoreOptions): void {
       });
     });
 
+    describe("concurrency", () => {
+      it("holds one slot per allowed request, whatever its cost, until released; a denial says 1 s", async () => {
+        const l = limiter(concurrency({ limit: 2, name: "exports" }));
+        at(0);
+        const a = await l.limit("k");
+        const b = await l.limit("k", { cost: 5 });
+        expect([a, b].map((d) => [d.allowed, d.remaining, typeof d.lease])).toEqual([
+          [true, 1, "string"],
+          [true, 0, "string"],
+        ]);
+        expect(a.lease).toMatch(/^[1-9][0-9]*$/);
+        expect(a.lease).not.toBe(b.lease);
+        // t: a slot may free any time, so within a second; full again when every lease has expired (30 s)
+        expect(a.policies[0]).toEqual({ policy: "exports", allowed: true, limit: 2, remaining: 1, resetAt: T0 + 30_000, retryAfterMs: 0, delayMs: 0, refillAt: T0 + 1000 });
+        const c = await l.limit("k");
+        expect(brief(c)).toEqual({ allowed: false, remaining: 0, resetAt: 30_000, retryAfterMs: 1000, delayMs: 0, reason: "limit" });
+        expect(c.lease).toBeUndefined();
+        const headers = new Headers();
+        setRateLimitHeaders(headers, c, ["ietf"], l.policies);
+        expect([headers.get("RateLimit-Policy"), headers.get("RateLimit"), headers.get("Retry-After")]).toEqual([
+          '"exports";q=2;qu="concurrent-requests"',
+          '"exports";r=0;t=1',
+          "1",
+        ]);
+        at(500);
+        expect(brief(await l.release("k", a))).toEqual({ allowed: true, remaining: 1, resetAt: 30_000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect((await l.release("k", a.lease as string)).remaining).toBe(1); // released already: nothing changes
+        expect((await l.release("k", "4503599627370495")).remaining).toBe(1); // a lease never handed out: nothing either
+        expect((await l.release("other", b)).remaining).toBe(2); // another key holds no such lease
+        const d = await l.limit("k");
+        expect(brief(d)).toMatchObject({ allowed: true, remaining: 0, resetAt: 30_500 });
+        expect((await l.limit("k")).allowed).toBe(false);
+        expect((await l.limit("k2")).allowed).toBe(true); // keys never share slots
+        await l.release("k", b);
+        await l.release("k", d);
+        expect(brief(await l.peek("k"))).toEqual({ allowed: true, remaining: 2, resetAt: 500, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect(await l.release("k", "01").catch((e: unknown) => (e as Error).name)).toBe("SluiceInputError");
+      });
+
+      it("a lease never released expires after `lease` (the test clock): the wait is until the earliest expiry", async () => {
+        const l = limiter(concurrency({ limit: 2, lease: "5s" }));
+        at(0);
+        await l.limit("k");
+        at(1000);
+        await l.limit("k");
+        at(4500);
+        expect(brief(await l.limit("k"))).toEqual({ allowed: false, remaining: 0, resetAt: 6000, retryAfterMs: 500, delayMs: 0, reason: "limit" });
+        at(4999);
+        expect(brief(await l.limit("k"))).toMatchObject({ allowed: false, retryAfterMs: 1 });
+        at(5000); // the first lease has expired
+        const e = await l.limit("k");
+        expect(brief(e)).toEqual({ allowed: true, remaining: 0, resetAt: 10_000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect(e.policies[0]!.refillAt).toBe(T0 + 6000); // the lease of t=1000 expires 1 s later
+        at(10_000);
+        expect(brief(await l.peek("k"))).toEqual({ allowed: true, remaining: 2, resetAt: 10_000, retryAfterMs: 0, delayMs: 0, reason: "ok" });
+        expect((await l.release("k", e)).remaining).toBe(2); // expired already: a no-op
+      });
+
+      it("is all or nothing with rate limits: a rate denial acquires no lease, a concurrency denial consumes no units", async () => {
+        const l = limiter([fixedWindow({ limit: 2, window: "1m", name: "per-minute" }), concurrency({ limit: 1, name: "one" })]);
+        at(0);
+        const a = await l.limit("k");
+        expect(a.policies.map((p) => p.remaining)).toEqual([1, 0]);
+        const b = await l.limit("k");
+        expect(b).toMatchObject({ allowed: false, policy: "one", retryAfterMs: 1000, reason: "limit" });
+        expect(b.policies.map((p) => [p.allowed, p.remaining])).toEqual([
+          [true, 1],
+          [false, 0],
+        ]);
+        await l.release("k", a);
+        const c = await l.limit("k");
+        expect([c.allowed, c.policies.map((p) => p.remaining)]).toEqual([true, [0, 0]]);
+        await l.release("k", c);
+        const d = await l.limit("k");
+        expect(d).toMatchObject({ allowed: false, policy: "per-minute", retryAfterMs: 60_000 });
+        expect(d.lease).toBeUndefined();
+        expect((await l.peek("k")).policies.map((p) => [p.allowed, p.remaining])).toEqual([
+          [false, 0],
+          [true, 1],
+        ]);
+      });
+
+      it("reset frees every slot; a refund frees none", async () => {
+        const l = limiter(concurrency({ limit: 1 }));
+        at(0);
+        const a = await l.limit("k");
+        expect(a.policy).toBe("1-in-flight");
+        await l.refund("k", { decision: a });
+        expect((await l.limit("k")).allowed).toBe(false);
+        await l.reset("k");
+        expect((await l.limit("k")).allowed).toBe(true);
+        expect((await l.release("k", a)).remaining).toBe(0); // a lease forgotten by the reset: a no-op
+      });
+    });
+
     describe("reference models", () => {
       it("decides like the naive reference model on random sequences", async () => {
         await fc.assert(
@@ -683,8 +784,9 @@ export function testStore(options: TestStoreOptions): void {
                 dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3000 })),
                 key: fc.constantFrom("a", "b"),
                 cost: fc.integer({ min: 1, max: 5 }),
-                op: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "reset", "refund", "refund"),
+                op: fc.constantFrom("limit", "limit", "limit", "limit", "peek", "reset", "refund", "refund", "release", "release"),
                 withDecision: fc.boolean(),
+                pick: fc.nat(),
               }),
               { minLength: 1, maxLength: 40 },
             ),
@@ -695,6 +797,9 @@ export function testStore(options: TestStoreOptions): void {
               // the latest allowed decision per key, and the units it may still give back
               const latest = new Map<string, Decision>();
               const charged = new Map<Decision, number>();
+              // the decisions that acquired a lease, per key (released or not: a release is idempotent)
+              const leases = new Map<string, Decision[]>();
+              const concurrent = policies.some((p) => p.kind === "concurrency");
               let t = T0 + 7;
               for (const step of steps) {
                 t += step.dt;
@@ -718,13 +823,22 @@ export function testStore(options: TestStoreOptions): void {
                   expect(got).toEqual(want);
                   continue;
                 }
+                if (step.op === "release") {
+                  const held = leases.get(step.key) ?? [];
+                  const decision = held[step.pick % Math.max(1, held.length)];
+                  if (decision === undefined) continue;
+                  expect(plain(await l.release(step.key, decision))).toEqual(ref.release(step.key, Number(decision.lease), t));
+                  continue;
+                }
                 const decision = step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost });
                 const got: PlainDecision = plain(decision);
-                const want = step.op === "peek" ? ref.peek(step.key, t) : ref.limit(step.key, step.cost, t);
+                const want = step.op === "peek" ? ref.peek(step.key, t) : ref.limit(step.key, step.cost, t, Number(decision.lease ?? 0));
                 expect(got).toEqual(want);
+                if (step.op === "limit") expect(decision.lease !== undefined).toBe(decision.allowed && concurrent);
                 if (step.op === "limit" && decision.allowed) {
                   latest.set(step.key, decision);
                   charged.set(decision, step.cost);
+                  if (decision.lease !== undefined) leases.set(step.key, [...(leases.get(step.key) ?? []), decision]);
                 }
               }
             },
@@ -763,6 +877,7 @@ export async function replayCase(
   hooks: { limiter: (policies: Policy[]) => RateLimiter; setNow: (ms: number) => void },
 ): Promise<void> {
   const l = hooks.limiter(vectorCase.limits.map(policyFromSpec));
+  const concurrent = l.policies.some((p) => p.kind === "concurrency");
   const decisions: Decision[] = [];
   for (const [i, step] of vectorCase.steps.entries()) {
     hooks.setNow(step.at);
@@ -775,8 +890,11 @@ export async function replayCase(
         ? await l.peek(step.key)
         : step.op === "refund"
           ? await l.refund(step.key, { cost: step.cost ?? 1, decision: step.of === undefined ? undefined : decisions[step.of] })
-          : await l.limit(step.key, { cost: step.cost ?? 1 });
+          : step.op === "release"
+            ? await l.release(step.key, decisions[step.of as number] as Decision)
+            : await l.limit(step.key, { cost: step.cost ?? 1 });
     decisions[i] = decision;
+    if (step.op === "limit") expect(decision.lease !== undefined, `${vectorCase.name}, step ${i}: a lease iff allowed with a concurrency cap`).toBe(decision.allowed && concurrent);
     expect(plain(decision), `${vectorCase.name}, step ${i} (${step.op} ${JSON.stringify(step.key)} cost ${step.cost ?? 1} at ${step.at})`).toEqual(step.expect);
   }
 }

@@ -27,21 +27,38 @@ const KEYS = ["alice", "user:42", "{tag}:x", "caf\u00e9 \u2603", "k"];
 function randomCase(name: string, limits: PolicySpec[], seed: number, length: number, spanMs: number): Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] } {
   const rand = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
-  const maxCost = Math.min(
+  const concurrent = limits.some((l) => l.kind === "concurrency");
+  const fits = Math.min(
     ...limits.map((l) =>
-      l.kind === "tokenBucket" ? l.options.capacity : l.kind === "leakyBucket" ? l.options.burst + (l.options.queue ?? 0) : l.options.limit,
+      l.kind === "tokenBucket"
+        ? l.options.capacity
+        : l.kind === "leakyBucket"
+          ? l.options.burst + (l.options.queue ?? 0)
+          : l.kind === "concurrency"
+            ? Infinity // one slot whatever the cost
+            : l.options.limit,
     ),
   );
+  const maxCost = fits === Infinity ? 3 : fits;
   let at = T0 + Math.floor(rand() * 5000);
   const plan: Omit<VectorStep, "expect">[] = [];
   for (let i = 0; i < length; i++) {
     const r = rand();
     at += r < 0.4 ? 0 : r < 0.8 ? Math.floor(rand() * (spanMs / 8)) : Math.floor(rand() * spanMs * 1.5);
     const opRoll = rand();
-    const op = opRoll < 0.74 ? "limit" : opRoll < 0.84 ? "refund" : opRoll < 0.97 ? "peek" : "reset";
+    // with a concurrency cap, releases too (of one of the key's last few limit steps, allowed or not)
+    const op = concurrent
+      ? opRoll < 0.6 ? "limit" : opRoll < 0.78 ? "release" : opRoll < 0.84 ? "refund" : opRoll < 0.97 ? "peek" : "reset"
+      : opRoll < 0.74 ? "limit" : opRoll < 0.84 ? "refund" : opRoll < 0.97 ? "peek" : "reset";
     const costRoll = rand();
     const cost = costRoll < 0.6 ? 1 : costRoll < 0.95 ? 1 + Math.floor(rand() * Math.max(1, Math.ceil(maxCost / 2))) : maxCost + 1;
     const key = pick(KEYS.slice(0, 3));
+    if (op === "release") {
+      const earlier = plan.map((s, j) => (s.op === "limit" && s.key === key ? j : -1)).filter((j) => j >= 0).slice(-4);
+      if (earlier.length === 0) plan.push({ at, op: "peek", key });
+      else plan.push({ at, op, key, of: pick(earlier) });
+      continue;
+    }
     if (op === "refund") {
       // half of the refunds name the latest limit step of the key, the others refund the latest charges
       const earlier = plan.map((s, j) => (s.op === "limit" && s.key === key ? j : -1)).filter((j) => j >= 0);
@@ -57,10 +74,16 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
   const ref = new ReferenceLimiter(policies);
   // what each allowed limit step charged and may still give back
   const charged = new Map<number, number>();
+  // the reference's lease of limit step i is i + 1 (the stores get the limiter's random ones)
+  const allowed = new Set<number>();
   const steps: VectorStep[] = c.plan.map((s, i) => {
     if (s.op === "reset") {
       ref.reset(s.key);
       return s;
+    }
+    if (s.op === "release") {
+      const of = s.of as number;
+      return { ...s, expect: allowed.has(of) ? ref.release(s.key, of + 1, s.at) : ref.peek(s.key, s.at) };
     }
     if (s.op === "refund") {
       if (s.of === undefined) return { ...s, expect: ref.refund(s.key, s.cost ?? 1, undefined, s.at) };
@@ -70,8 +93,11 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
       return { ...s, expect: units === 0 ? ref.peek(s.key, s.at) : ref.refund(s.key, units, c.plan[s.of]!.at, s.at) };
     }
     if (s.op === "peek") return { ...s, expect: ref.peek(s.key, s.at) };
-    const expect = ref.limit(s.key, s.cost ?? 1, s.at);
-    if (expect.allowed) charged.set(i, s.cost ?? 1);
+    const expect = ref.limit(s.key, s.cost ?? 1, s.at, i + 1);
+    if (expect.allowed) {
+      charged.set(i, s.cost ?? 1);
+      allowed.add(i);
+    }
     return { ...s, expect };
   });
   return { name: c.name, limits: c.limits, steps };
@@ -92,7 +118,9 @@ async function verifyWithMemory(c: VectorCase): Promise<void> {
         ? await limiter.peek(s.key)
         : s.op === "refund"
           ? await limiter.refund(s.key, { cost: s.cost ?? 1, decision: s.of === undefined ? undefined : decisions[s.of] })
-          : await limiter.limit(s.key, { cost: s.cost ?? 1 });
+          : s.op === "release"
+            ? await limiter.release(s.key, decisions[s.of as number] as Decision)
+            : await limiter.limit(s.key, { cost: s.cost ?? 1 });
     decisions[i] = decision;
     const got = plain(decision);
     if (JSON.stringify(got) !== JSON.stringify(s.expect)) {
@@ -169,6 +197,55 @@ const handPicked: (Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
   },
 ];
 
+handPicked.push(
+  {
+    name: "concurrency: 2 in flight with 5 s leases; one slot whatever the cost; release (idempotent), expiry on the clock, reset",
+    limits: [{ kind: "concurrency", options: { limit: 2, lease: "5s", name: "exports" } }],
+    plan: [
+      { at: T0, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 1000, op: "limit", key: "k", cost: 4 },
+      { at: T0 + 1000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 1500, op: "peek", key: "k" },
+      { at: T0 + 2000, op: "release", key: "k", of: 0 },
+      { at: T0 + 2000, op: "release", key: "k", of: 0 },
+      { at: T0 + 2000, op: "release", key: "k", of: 2 },
+      { at: T0 + 2500, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 3000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 5999, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 6000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 6000, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 7400, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 7400, op: "release", key: "k", of: 1 },
+      { at: T0 + 7500, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 7500, op: "release", key: "other", of: 14 },
+      { at: T0 + 7500, op: "reset", key: "k" },
+      { at: T0 + 7500, op: "peek", key: "k" },
+      { at: T0 + 7600, op: "release", key: "k", of: 14 },
+      { at: T0 + 20_000, op: "peek", key: "k" },
+    ],
+  },
+  {
+    name: "concurrency with rate limits: all or nothing (a rate denial acquires no lease, a concurrency denial consumes no units)",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 3, window: "1m", name: "per-minute" } },
+      { kind: "concurrency", options: { limit: 1, lease: "30s", name: "one" } },
+      { kind: "tokenBucket", options: { capacity: 2, refillRate: 1, interval: "10s", name: "burst" } },
+    ],
+    plan: [
+      { at: T0, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 10, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 20, op: "release", key: "k", of: 0 },
+      { at: T0 + 30, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 40, op: "release", key: "k", of: 3 },
+      { at: T0 + 50, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 60, op: "peek", key: "k" },
+      { at: T0 + 30_100, op: "limit", key: "k", cost: 1 },
+      { at: T0 + 30_100, op: "refund", key: "k", cost: 1, of: 7 },
+      { at: T0 + 30_100, op: "limit", key: "k", cost: 1 },
+    ],
+  },
+);
+
 const random: (Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] })[] = [];
 let seed = 20_260_101;
 const single: PolicySpec[] = [
@@ -185,7 +262,7 @@ const single: PolicySpec[] = [
   { kind: "leakyBucket", options: { rate: 3, period: "1s", burst: 2, queue: 4 } },
 ];
 for (const spec of single) {
-  const span = spec.kind === "tokenBucket" || spec.kind === "leakyBucket" ? 3000 : Math.min(20_000, spec.options.window === "1d" ? 20_000 : 12_000);
+  const span = spec.kind === "tokenBucket" || spec.kind === "leakyBucket" ? 3000 : Math.min(20_000, "window" in spec.options && spec.options.window === "1d" ? 20_000 : 12_000);
   random.push(randomCase(`random ${spec.kind} ${JSON.stringify(spec.options)}`, [spec], seed++, 80, span));
 }
 const tiers: PolicySpec[][] = [
@@ -214,6 +291,19 @@ const blocking: PolicySpec[][] = [
   ],
 ];
 for (const [i, limits] of blocking.entries()) random.push(randomCase(`random with a penalty box #${i + 1}`, limits, seed++, 120, 4000));
+const inFlight: PolicySpec[][] = [
+  [{ kind: "concurrency", options: { limit: 3, lease: "2s" } }],
+  [
+    { kind: "concurrency", options: { limit: 2, lease: 1500, name: "in-flight" } },
+    { kind: "slidingWindow", options: { limit: 6, window: "3s", name: "sliding" } },
+  ],
+  [
+    { kind: "tokenBucket", options: { capacity: 4, refillRate: 2, name: "burst", block: { base: 500, factor: 2, max: "4s" } } },
+    { kind: "concurrency", options: { limit: 2, lease: "3s", name: "exports" } },
+    { kind: "slidingLog", options: { limit: 5, window: "2s", name: "log" } },
+  ],
+];
+for (const [i, limits] of inFlight.entries()) random.push(randomCase(`random with a concurrency cap #${i + 1}`, limits, seed++, 120, 4000));
 
 const cases = [...handPicked, ...random].map(record);
 for (const c of cases) await verifyWithMemory(c);

@@ -1,7 +1,8 @@
 /**
  * Naive reference models, one per algorithm, written from the textbook description rather than
  * from the engine: counters per window index, a list of every admitted request, a token level that
- * refills, a water level that drains, and `retryAfterMs` found by trying every millisecond. Slow
+ * refills, a water level that drains, a list of leases held, and `retryAfterMs` found by trying
+ * every millisecond. Slow
  * and obviously right; the property tests and the recorded vectors compare every store with them.
  *
  * Time is whole milliseconds (the stores' test clocks are ms). Internally µs where the design says
@@ -14,7 +15,8 @@ interface Model {
   readonly policy: Policy;
   /** Would `cost` pass at `nowMs`? Also `remaining`/`resetAt` (after, if allowed; now, if not) and `delayMs`. */
   check(nowMs: number, cost: number): { allowed: boolean; remaining: number; resetAt: number; delayMs: number };
-  commit(nowMs: number, cost: number): void;
+  /** `lease`: the id under which a concurrency cap holds the request's slot (ignored by the others). */
+  commit(nowMs: number, cost: number, lease?: number): void;
   /** The state now: remaining and resetAt without consuming. */
   now(nowMs: number): { remaining: number; resetAt: number };
   /** Gives `cost` units back for a request admitted at `chargedAtMs` (`undefined`: the latest), never above the quota. */
@@ -226,6 +228,45 @@ class LeakyBucketModel implements Model {
   }
 }
 
+/**
+ * Concurrency cap: a list of the leases held, each with the time it expires unless released. A
+ * request takes one slot whatever its cost; an expired lease holds nothing.
+ */
+class ConcurrencyModel implements Model {
+  leases: { expires: number; id: number }[] = [];
+  readonly maxCost = Infinity;
+  constructor(readonly policy: Extract<Policy, { kind: "concurrency" }>) {}
+  live(nowMs: number) {
+    return this.leases.filter((l) => l.expires > nowMs);
+  }
+  check(nowMs: number) {
+    const live = this.live(nowMs);
+    const allowed = live.length < this.policy.limit;
+    if (!allowed) return { allowed, ...this.now(nowMs), delayMs: 0 };
+    const expiries = [...live.map((l) => l.expires), nowMs + this.policy.leaseMs];
+    return { allowed, remaining: this.policy.limit - live.length - 1, resetAt: Math.max(...expiries), delayMs: 0 };
+  }
+  commit(nowMs: number, _cost: number, lease = 0) {
+    this.leases.push({ expires: nowMs + this.policy.leaseMs, id: lease });
+  }
+  refund() {
+    // a refund gives rate units back; a slot is freed by a release
+  }
+  release(nowMs: number, lease: number) {
+    this.leases = this.live(nowMs).filter((l) => l.id !== lease);
+  }
+  now(nowMs: number) {
+    const live = this.live(nowMs);
+    return {
+      remaining: Math.max(0, this.policy.limit - live.length),
+      resetAt: live.length === 0 ? nowMs : Math.max(...live.map((l) => l.expires)),
+    };
+  }
+}
+
+/** A denied concurrency request is told to come back when the earliest lease expires, but within a second: a release may come any time. */
+const CONCURRENCY_RETRY_MS = 1000;
+
 function modelOf(policy: Policy): Model {
   switch (policy.kind) {
     case "fixedWindow":
@@ -238,6 +279,8 @@ function modelOf(policy: Policy): Model {
       return new TokenBucketModel(policy);
     case "leakyBucket":
       return new LeakyBucketModel(policy);
+    case "concurrency":
+      return new ConcurrencyModel(policy);
   }
 }
 
@@ -305,6 +348,11 @@ export class ReferenceLimiter {
    */
   static refillAt(model: Model, nowMs: number): number {
     if (model.policy.kind === "fixedWindow") return model.now(nowMs).resetAt;
+    if (model instanceof ConcurrencyModel) {
+      // a slot may free at the earliest expiry, or any time before through a release: at most a second away
+      const live = model.live(nowMs);
+      return live.length === 0 ? nowMs : nowMs + Math.min(CONCURRENCY_RETRY_MS, Math.min(...live.map((l) => l.expires)) - nowMs);
+    }
     let low = 0; // passes (a cost of 0 always does)
     let high = model.maxCost + 1; // never passes
     while (high - low > 1) {
@@ -328,10 +376,12 @@ export class ReferenceLimiter {
       step = Math.min(step * 2, 1024);
     }
     while (d > 0 && model.check(nowMs + d - 1, cost).allowed) d--;
-    return d;
+    // a concurrency cap: its earliest lease expiry, but at most a second (a release may come any time)
+    return model instanceof ConcurrencyModel ? Math.min(CONCURRENCY_RETRY_MS, d) : d;
   }
 
-  limit(key: string, cost: number, nowMs: number): PlainDecision {
+  /** `lease`: the id an allowed request's slot is held under on every concurrency policy. */
+  limit(key: string, cost: number, nowMs: number, lease = 0): PlainDecision {
     const blocked = this.#blockedResults(key, nowMs);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
@@ -339,7 +389,7 @@ export class ReferenceLimiter {
     const allowed = checks.every((c) => c.allowed);
     // retry times are searched on the state before the request (a denied request changes nothing)
     const retries = checks.map((c, i) => (c.allowed ? 0 : ReferenceLimiter.retryAfter(models[i]!, nowMs, cost)));
-    if (allowed) models.forEach((m) => m.commit(nowMs, cost));
+    if (allowed) models.forEach((m) => m.commit(nowMs, cost, lease));
     const results: PlainDecision["policies"] = models.map((m, i) => {
       const c = checks[i]!;
       const refillAt = ReferenceLimiter.refillAt(m, nowMs);
@@ -400,6 +450,12 @@ export class ReferenceLimiter {
   /** Gives `cost` units back to every policy for a request charged at `chargedAtMs` (`undefined`: the latest); answers as `peek`. */
   refund(key: string, cost: number, chargedAtMs: number | undefined, nowMs: number): PlainDecision {
     for (const m of this.#of(key)) m.refund(nowMs, cost, chargedAtMs);
+    return this.peek(key, nowMs);
+  }
+
+  /** Frees the slot `lease` holds on every concurrency policy (idempotent); answers as `peek`. */
+  release(key: string, lease: number, nowMs: number): PlainDecision {
+    for (const m of this.#of(key)) if (m instanceof ConcurrencyModel) m.release(nowMs, lease);
     return this.peek(key, nowMs);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * A third-party store built only on `@sluice/core/store` — the key schema and the pure
- * `decideState`/`peekState`/`refundState` over a JSON state — passes the same conformance suite as the stores
+ * `decideState`/`peekState`/`refundState`/`releaseState` over a JSON state — passes the same conformance suite as the stores
  * Sluice ships. Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a
  * database or a KV store.
  */
@@ -13,6 +13,7 @@ import {
   decideState,
   peekState,
   refundState,
+  releaseState,
   storageKey,
 } from "@sluice/core/store";
 import { testStore } from "./conformance.js";
@@ -31,10 +32,10 @@ class JsonRecordStore implements Store {
       return record === undefined || record.expiresAtUs <= now ? undefined : (JSON.parse(record.json) as StoredState);
     };
     return {
-      consume(key, cost) {
+      consume(key, cost, lease) {
         const id = storageKey(namespace, key);
         const now = nowUs();
-        const decided = decideState(namespace.policies, read(id, now), now, cost);
+        const decided = decideState(namespace.policies, read(id, now), now, cost, lease);
         if (decided.state !== undefined) records.set(id, { json: JSON.stringify(decided.state), expiresAtUs: decided.expiresAtUs });
         return { now: Math.floor(now / 1000), policies: decided.policies };
       },
@@ -48,6 +49,13 @@ class JsonRecordStore implements Store {
         const refunded = refundState(namespace.policies, read(id, now), now, cost, chargedAt);
         if (refunded.state !== undefined) records.set(id, { json: JSON.stringify(refunded.state), expiresAtUs: refunded.expiresAtUs });
         return { now: Math.floor(now / 1000), policies: refunded.policies };
+      },
+      release(key, lease) {
+        const id = storageKey(namespace, key);
+        const now = nowUs();
+        const released = releaseState(namespace.policies, read(id, now), now, lease);
+        if (released.state !== undefined) records.set(id, { json: JSON.stringify(released.state), expiresAtUs: released.expiresAtUs });
+        return { now: Math.floor(now / 1000), policies: released.policies };
       },
       reset(key) {
         records.delete(storageKey(namespace, key));

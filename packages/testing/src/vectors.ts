@@ -7,6 +7,7 @@ import {
   type Policy,
   fixedWindow,
   leakyBucket,
+  concurrency,
   slidingLog,
   slidingWindow,
   tokenBucket,
@@ -21,16 +22,19 @@ export type BlockSpecData = number | string | { base: number | string; factor?: 
 export type PolicySpec =
   | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; options: { limit: number; window: number | string; name?: string; block?: BlockSpecData } }
   | { kind: "tokenBucket"; options: { capacity: number; refillRate: number; interval?: number | string; name?: string; block?: BlockSpecData } }
-  | { kind: "leakyBucket"; options: { rate: number; period: number | string; burst: number; queue?: number; name?: string; block?: BlockSpecData } };
+  | { kind: "leakyBucket"; options: { rate: number; period: number | string; burst: number; queue?: number; name?: string; block?: BlockSpecData } }
+  | { kind: "concurrency"; options: { limit: number; lease?: number | string; name?: string } };
 
 /**
  * One step of a vector: at epoch ms `at`, run `op` for `key`; `expect` is the decision (none for
  * reset). A refund gives `cost` units back, with the decision of step `of` (a `limit` step of the
- * same key) when given: at most what that decision charged, in the window it was charged in.
+ * same key) when given: at most what that decision charged, in the window it was charged in. A
+ * release frees the lease of step `of`'s decision (`limiter.release(key, decision)`; a decision
+ * that holds none releases nothing).
  */
 export interface VectorStep {
   at: number;
-  op: "limit" | "peek" | "reset" | "refund";
+  op: "limit" | "peek" | "reset" | "refund" | "release";
   key: string;
   cost?: number;
   of?: number;
@@ -57,19 +61,31 @@ export function policyFromSpec(spec: PolicySpec): Policy {
       return tokenBucket(spec.options as Parameters<typeof tokenBucket>[0]);
     case "leakyBucket":
       return leakyBucket(spec.options as Parameters<typeof leakyBucket>[0]);
+    case "concurrency":
+      return concurrency(spec.options as Parameters<typeof concurrency>[0]);
   }
 }
 
-/** Small random policies for property tests: limits that run out quickly, windows under a few seconds; a penalty box now and then. */
-export function policySpecArbitrary(): fc.Arbitrary<PolicySpec> {
+/**
+ * Small random policies for property tests: limits that run out quickly, windows under a few
+ * seconds; a penalty box now and then; now and then a concurrency cap (with `{ concurrency: false }`:
+ * rate policies only).
+ */
+export function policySpecArbitrary(options: { concurrency?: boolean } = {}): fc.Arbitrary<PolicySpec> {
   const block: fc.Arbitrary<BlockSpecData> = fc.oneof(
     fc.constantFrom(300, 1000, 2500),
     fc.record({ base: fc.constantFrom(200, 500), factor: fc.integer({ min: 1, max: 3 }), max: fc.constantFrom(1000, 4000) }),
   );
   const maybeBlock = fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: block, weight: 1 });
-  return fc.tuple(policySpecWithoutBlock(), maybeBlock).map(([spec, b]) =>
+  const rate = fc.tuple(policySpecWithoutBlock(), maybeBlock).map(([spec, b]) =>
     b === undefined ? spec : ({ ...spec, options: { ...spec.options, block: b } } as PolicySpec),
   );
+  if (options.concurrency === false) return rate;
+  const inFlight: fc.Arbitrary<PolicySpec> = fc.record({
+    kind: fc.constant("concurrency" as const),
+    options: fc.record({ limit: fc.integer({ min: 1, max: 4 }), lease: fc.constantFrom(200, 1000, 2500) }),
+  });
+  return fc.oneof({ arbitrary: rate, weight: 5 }, { arbitrary: inFlight, weight: 1 });
 }
 
 function policySpecWithoutBlock(): fc.Arbitrary<PolicySpec> {
