@@ -176,3 +176,35 @@ describe("withRateLimit with tiers and a store factory", () => {
     ]);
   });
 });
+
+describe("withRateLimit with a concurrency limit (DurableObjectStore)", () => {
+  it("a streamed response holds its slot until the stream ends: a request meanwhile is a 429 with Retry-After 1, one after passes", async () => {
+    const headers = { "x-api-key": "exporter" };
+    const first = await fetch(new URL("/exports/report.csv", worker.url), { headers });
+    expect([first.status, first.headers.get("content-type"), first.headers.get("ratelimit-policy"), first.headers.get("ratelimit")]).toEqual([
+      200,
+      "text/csv",
+      '"exports";q=1;qu="concurrent-requests"',
+      '"exports";r=0;t=1',
+    ]);
+    const reader = first.body!.getReader();
+    await reader.read();
+    const during = await fetch(new URL("/exports/report.csv", worker.url), { headers });
+    expect([during.status, during.headers.get("retry-after"), during.headers.get("content-type")]).toEqual([429, "1", "application/problem+json"]);
+    await during.arrayBuffer();
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toMatch(/row 3\n$/);
+    const after = await fetch(new URL("/exports/report.csv", worker.url), { headers });
+    expect(after.status).toBe(200);
+    await after.arrayBuffer();
+    // another key never shared the slot
+    const other = await fetch(new URL("/exports/report.csv", worker.url), { headers: { "x-api-key": "someone-else" } });
+    expect(other.status).toBe(200);
+    await other.arrayBuffer();
+  });
+});

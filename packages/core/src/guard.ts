@@ -18,6 +18,13 @@ export interface GuardResult {
   headers: Headers;
   /** The response to return when denied (the 429, or `onLimited`'s). `undefined` when allowed. */
   response: Response | undefined;
+  /**
+   * Frees the request's concurrency lease (`decision.lease`, with a `concurrency()` limit): call it
+   * once the response has been sent — for a streamed body, when the stream ends — e.g. in a
+   * `finally`. Resolves at once when the decision holds no lease; never rejects (a failing release
+   * goes to the limiter's `onStoreFailure`, and the lease then expires on its own).
+   */
+  release(): Promise<void>;
 }
 
 /** A guard: decides one request. */
@@ -29,7 +36,8 @@ const leaveToCaller = () => () => {};
 /**
  * The request pipeline as a function of a `Request`. Configuration is validated here,
  * synchronously. The caller waits `decision.delayMs` (if a shaping `leakyBucket` asks for it), runs
- * its handler and adds `headers` to the response (`addRateLimitHeaders`).
+ * its handler and adds `headers` to the response (`addRateLimitHeaders`); with a `concurrency()`
+ * limit it calls `release()` once the response has been sent.
  *
  * @example
  * ```ts
@@ -39,6 +47,18 @@ const leaveToCaller = () => () => {};
  * });
  * const { response, headers } = await guard(request);
  * if (response) return response; // the 429
+ * ```
+ *
+ * @example A concurrency limit, on a server that calls its handler itself
+ * ```ts
+ * const guard = createGuard({ limiter: new RateLimiter({ limits: concurrency({ limit: 2 }) }), key: (request) => request.headers.get("x-api-key") ?? "anonymous" });
+ * const { response, headers, release } = await guard(request);
+ * if (response) return response;
+ * try {
+ *   return addRateLimitHeaders(await buildReport(), headers); // a body read to the end before the finally runs
+ * } finally {
+ *   await release();
+ * }
  * ```
  *
  * @example Tiers
@@ -52,9 +72,10 @@ const leaveToCaller = () => () => {};
  * ```
  */
 export function createGuard(options: GuardOptions): Guard {
-  const { check } = createPipeline<[request: Request]>(options, { where: "createGuard", request: (request) => request, waitUntil: leaveToCaller });
+  const { check, release } = createPipeline<[request: Request]>(options, { where: "createGuard", request: (request) => request, waitUntil: leaveToCaller });
   return async function guard(request) {
-    const { decision, headers, response } = await check(request);
-    return { decision, headers: new Headers(headers), response };
+    const outcome = await check(request);
+    const { decision, headers, response } = outcome;
+    return { decision, headers: new Headers(headers), response, release: () => release(outcome) };
   };
 }

@@ -3,7 +3,8 @@
  * address with `trust`), `skip` it or not, find its tier (cached), price it (`cost`), decide (the
  * limiter's deny cache may answer without a store round trip), hand the decision's background work
  * to the platform's `waitUntil`, build the 429 (or `onLimited`'s response), wait `delayMs` when a
- * shaping policy asks for it, and merge the rate-limit headers into the handler's response. A
+ * shaping policy asks for it, merge the rate-limit headers into the handler's response, and free the
+ * request's concurrency lease (a `concurrency()` limit) once the response has been produced. A
  * decision from a dry-run limiter (`dryRun: true`) is never enforced: no 429, no wait, headers
  * only with `dryRunHeaders`, and a would-be denial goes to `onLimited` as a report. Every option is
  * validated here, once.
@@ -316,9 +317,26 @@ export interface Pipeline<Args extends unknown[]> {
    * with immutable headers (`Response.redirect()`, a `fetch()` response) is copied; a network
    * error (`Response.error()`) is returned as it is. Anything but a response is a `TypeError`.
    * With `countWhen`, a request that should not count is refunded first (then it returns a promise).
+   *
+   * When the decision holds a concurrency lease (`decision.lease`), the slot is freed once the
+   * response has been produced: a response with a body is returned as a copy whose body is the
+   * handler's, passed through, releasing when it ends, fails or is cancelled (so the client sees
+   * the end of the body only after the slot is free); a response without a body releases at once
+   * (then it returns a promise). A failing release goes to the limiter's `onStoreFailure` (the slot
+   * then frees when its lease expires). Without a lease nothing is wrapped.
    */
   finish(outcome: Outcome, response: Response): MaybePromise<Response>;
-  /** `check`, then the 429 or (after `delay`) `next(decision)`, then `finish`: a whole fetch-style request. */
+  /**
+   * Frees the concurrency lease of `outcome`'s decision, if it holds one (`decision.lease`); never
+   * rejects (a failing release goes to the limiter's `onStoreFailure`). For an adapter whose handler
+   * threw before there was a response to `finish`.
+   */
+  release(outcome: Outcome): Promise<void>;
+  /**
+   * `check`, then the 429 or (after `delay`) `next(decision)`, then `finish`: a whole fetch-style
+   * request. A concurrency lease is freed when the response's body ends, or at once if `next`
+   * throws.
+   */
   handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response>;
 }
 
@@ -516,18 +534,42 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
     const out = outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
     const { decision, key, limiter } = outcome;
+    if (decision === undefined || key === undefined || limiter === undefined) return out;
+    // a concurrency lease (only with a concurrency() limit): held until the response is produced
+    const held = decision.lease !== undefined;
     // countWhen: a request the store charged that should not count gets its units back
-    if (countWhen === undefined || decision === undefined || key === undefined || limiter === undefined || !decision.allowed || decision.reason !== "ok") {
-      return out;
+    if (countWhen === undefined || !decision.allowed || decision.reason !== "ok") {
+      return held ? holdUntilProduced(out, limiter, key, decision) : out;
     }
-    return refundUnlessCounted(countWhen, response, decision, limiter, key).then(() => out);
+    const refunded = refundUnlessCounted(countWhen, response, decision, limiter, key);
+    return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision)) : refunded.then(() => out);
+  }
+
+  function release(outcome: Outcome): Promise<void> {
+    const { decision, key, limiter } = outcome;
+    if (decision?.lease === undefined || key === undefined || limiter === undefined) return NO_DELAY;
+    return releaseLease(limiter, key, decision);
   }
 
   async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
     const outcome = await check(...args);
     if (outcome.response !== undefined) return outcome.response;
     if (outcome.decision !== undefined && outcome.decision.delayMs > 0 && !outcome.decision.dryRun) await delay(outcome);
-    return finish(outcome, await next(outcome.decision));
+    if (outcome.decision?.lease === undefined) return finish(outcome, await next(outcome.decision));
+    // a concurrency lease: freed when the body ends (finish), or now if there is no response
+    let response: Response;
+    try {
+      response = await next(outcome.decision);
+    } catch (error) {
+      await release(outcome);
+      throw error;
+    }
+    try {
+      return await finish(outcome, response);
+    } catch (error) {
+      await release(outcome);
+      throw error;
+    }
   }
 
   async function refundUnlessCounted(
@@ -546,7 +588,61 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
   }
 
-  return { check, delay, finish, handle };
+  return { check, delay, finish, release, handle };
+}
+
+/** Frees a decision's concurrency lease; a failure goes to the limiter's `onStoreFailure`. Never rejects. */
+function releaseLease(limiter: RateLimiter, key: string, decision: Decision): Promise<void> {
+  let released: Promise<unknown>;
+  try {
+    released = limiter.release(key, decision);
+  } catch (error) {
+    released = Promise.reject(error);
+  }
+  return released.then(ignore, (error: unknown) => limiter.reportStoreFailure(error));
+}
+
+function ignore(): void {}
+
+/**
+ * The response whose production ends the request's concurrency lease: without a body (a redirect,
+ * a 204, `Response.error()`) the lease is released now; with one, a copy is returned whose body
+ * passes the handler's through and releases when it ends (before the end reaches the client), fails
+ * or is cancelled (the client went away). Released once, whatever happens.
+ */
+function holdUntilProduced(response: Response, limiter: RateLimiter, key: string, decision: Decision): MaybePromise<Response> {
+  const body = response.status === 0 ? null : response.body;
+  if (body === null) return releaseLease(limiter, key, decision).then(() => response);
+  let released: Promise<void> | undefined;
+  const done = () => (released ??= releaseLease(limiter, key, decision));
+  const reader = body.getReader();
+  const passed = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          await done();
+          throw error;
+        }
+        if (chunk.done) {
+          await done();
+          controller.close();
+        } else controller.enqueue(chunk.value);
+      },
+      async cancel(reason) {
+        try {
+          await reader.cancel(reason);
+        } finally {
+          await done();
+        }
+      },
+    },
+    // read the handler's body only as fast as the server sends it
+    { highWaterMark: 0 },
+  );
+  return new Response(passed, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** The validated options. */

@@ -6,13 +6,14 @@
  */
 import {
   type Decision,
+  type Outcome,
   type PipelineLimiterOptions,
   type PipelineTieredOptions,
   type Platform,
   UNKNOWN_CLIENT_KEY,
   createPipeline,
 } from "@sluice/core";
-import type { Context, Env, MiddlewareHandler } from "hono";
+import type { Context, Env, MiddlewareHandler, Next } from "hono";
 
 export type { Decision } from "@sluice/core";
 export { UNKNOWN_CLIENT_KEY };
@@ -56,7 +57,11 @@ const platform: Platform<[c: Context]> = {
  * rate-limit headers on the final response, whatever the handler returned (headers it sets
  * itself win) — or answered with the 429 (or `onLimited`'s response) without calling the handler.
  * A decision that asks to be shaped (`delayMs > 0`, a `leakyBucket` with a `queue`) waits
- * `delayMs` first. On Workers, `decision.pending` goes to `c.executionCtx.waitUntil`.
+ * `delayMs` first. With a `concurrency()` limit, the request's lease is freed when the response
+ * has been produced: when its body ends or is cancelled (a streamed `c.body(stream)` or
+ * `stream(c, ...)` response holds its slot until the stream ends), at once for a response without
+ * a body, or when the handler throws. On Workers, `decision.pending` goes to
+ * `c.executionCtx.waitUntil`.
  * Misconfiguration throws `SluiceConfigError` when `rateLimiter()` is called.
  *
  * Generic over the app's `Env`, so callbacks see a typed `c.env`: `rateLimiter<{ Bindings: Bindings }>(...)`.
@@ -106,7 +111,7 @@ const platform: Platform<[c: Context]> = {
  * ```
  */
 export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions<E>): MiddlewareHandler<E & { Variables: RateLimitVariables }> {
-  const { check, delay, finish } = createPipeline<[c: Context<E>]>(options, platform);
+  const { check, delay, finish, release } = createPipeline<[c: Context<E>]>(options, platform);
 
   return async function rateLimiter(c, next) {
     const outcome = await check(c as unknown as Context<E>);
@@ -121,6 +126,7 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
       c.header(header[0], header[1]);
     }
     if (decision.delayMs > 0) await delay(outcome);
+    if (decision.lease !== undefined) return leased(outcome, c, next);
     await next();
     // a response built without them (new Response(...), immutable headers) gets them here; only
     // countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
@@ -128,4 +134,21 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     const response = finished instanceof Promise ? await finished : finished;
     if (response !== c.res) c.res = response;
   };
+
+  /**
+   * A request that holds a concurrency lease: `finish` hands Hono a response whose body frees it
+   * when it ends (or frees it now when there is no body); if the handler or `finish` throws, it is
+   * freed here.
+   */
+  async function leased(outcome: Outcome, c: Context, next: Next): Promise<void> {
+    try {
+      await next();
+      const finished = finish(outcome, c.res);
+      const response = finished instanceof Promise ? await finished : finished;
+      if (response !== c.res) c.res = response;
+    } catch (error) {
+      await release(outcome);
+      throw error;
+    }
+  }
 }

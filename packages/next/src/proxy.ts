@@ -45,6 +45,19 @@ function toNextResponse(response: Response, where: string): NextResponse {
   return new NextResponse(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
+/** Whether the limiter, or any tier, has a `concurrency()` limit. */
+function hasConcurrencyLimit(options: RateLimitProxyOptions): boolean {
+  const isConcurrency = (policy: unknown) => (policy as { kind?: unknown } | null)?.kind === "concurrency";
+  const limiter = (options as { limiter?: { policies?: unknown } }).limiter;
+  if (Array.isArray(limiter?.policies) && limiter.policies.some(isConcurrency)) return true;
+  const tiers = (options as { tiers?: unknown }).tiers;
+  if (typeof tiers !== "object" || tiers === null) return false;
+  return Object.values(tiers).some((entry: unknown) => {
+    const limits = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "limits" in entry ? (entry as { limits: unknown }).limits : entry;
+    return Array.isArray(limits) ? limits.some(isConcurrency) : isConcurrency(limits);
+  });
+}
+
 /** Marks the event made up for a call without one. */
 const STAND_IN = Symbol("sluice.standInEvent");
 
@@ -75,6 +88,11 @@ function standInEvent(request: NextRequest, waitUntil: ((promise: Promise<unknow
  * into the route's response. A decision that asks to be shaped (`delayMs > 0`, a `leakyBucket`
  * with a `queue`) waits `delayMs` first. Misconfiguration throws `SluiceConfigError` naming the
  * option when `rateLimitProxy()` is called, i.e. when the proxy module loads.
+ *
+ * A `concurrency()` limit is refused here (`SluiceConfigError`): a proxy lets the request through
+ * to the route and never sees the route's response end, so it could only release the lease at
+ * once. Put the concurrency limit on the route handler with {@link withRateLimit}, which holds the
+ * lease until the response (or its stream) has been produced.
  *
  * In Next.js 16 `proxy.ts` runs on the Node.js runtime (it cannot be configured); for the edge
  * runtime keep `middleware.ts` ({@link rateLimitMiddleware}). Either way the state belongs in a
@@ -121,6 +139,11 @@ export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
     // Next.js's event; without one, the waitUntil option, else the work is awaited
     waitUntil: (_request, event) => (STAND_IN in event ? waitUntil : (promise) => event.waitUntil(promise)),
   });
+  if (hasConcurrencyLimit(options)) {
+    throw new SluiceConfigError(
+      `${where}: a concurrency() limit needs the end of the route's response, which a proxy never sees (it would release the lease at once); put it on the route handler with withRateLimit`,
+    );
+  }
   const inner = options.proxy;
   if (inner !== undefined && typeof inner !== "function") {
     throw new SluiceConfigError(`${where}: proxy must be a function (request, event) => response or nothing; got ${describeValue(inner)}`);

@@ -31,8 +31,11 @@ export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context:
  * does not run; an allowed one runs the handler — with the decision as its last argument,
  * `handler(request, context, decision)` — and its response gets the rate-limit headers
  * (headers it already has win; a response with immutable headers is copied). A decision that
- * asks to be shaped (`delayMs > 0`) waits `delayMs` before the handler runs. Misconfiguration
- * throws `SluiceConfigError` naming the option when `withRateLimit()` is called.
+ * asks to be shaped (`delayMs > 0`) waits `delayMs` before the handler runs. With a
+ * `concurrency()` limit the request's lease is freed once the response has been produced: when its
+ * body (a stream too) ends or is cancelled, at once for a response without a body or a handler
+ * that throws. Misconfiguration throws `SluiceConfigError` naming the option when
+ * `withRateLimit()` is called.
  *
  * Works on both route runtimes (`export const runtime = "edge"` or the default `"nodejs"`).
  *

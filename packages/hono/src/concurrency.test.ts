@@ -1,0 +1,217 @@
+/**
+ * A concurrency limit through the Hono middleware: the lease is freed when the response has been
+ * produced (a streamed `c.body(stream)` or `stream(c, ...)` body when it ends, a response without
+ * a body at once, a handler that throws too), checked with `app.request` and with real concurrency
+ * over HTTP on `@hono/node-server`.
+ */
+import type { AddressInfo } from "node:net";
+import { type ServerType, serve } from "@hono/node-server";
+import { MemoryStore, QUOTA_EXCEEDED_TYPE, RateLimiter, concurrency, fixedWindow } from "@sluice/core";
+import { Hono } from "hono";
+import { stream } from "hono/streaming";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rateLimiter } from "./index.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A body that enqueues `chunks` chunks, one every `everyMs` (`chunks × everyMs` in all). */
+function slowBody(chunks: number, everyMs: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      await sleep(everyMs);
+      controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`));
+      if (++sent === chunks) controller.close();
+    },
+  });
+}
+
+function exportsLimiter(limit: number) {
+  return new RateLimiter({ store: new MemoryStore(), limits: concurrency({ limit, name: "exports" }) });
+}
+
+/** Reads the rest of a body. */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text;
+    text += new TextDecoder().decode(value);
+  }
+}
+
+describe("rateLimiter with a concurrency limit (app.request)", () => {
+  it("a streamed c.body(stream) holds its slot until the stream ends: a second request meanwhile is a 429, after it passes", async () => {
+    const limiter = exportsLimiter(1);
+    const app = new Hono();
+    app.use("/export", rateLimiter({ limiter, key: () => "k" }));
+    app.get("/export", (c) => {
+      c.header("content-type", "text/csv");
+      return c.body(slowBody(4, 50));
+    });
+    const first = await app.request("/export");
+    expect([first.status, first.headers.get("content-type"), first.headers.get("RateLimit-Policy"), first.headers.get("RateLimit")]).toEqual([
+      200,
+      "text/csv",
+      '"exports";q=1;qu="concurrent-requests"',
+      '"exports";r=0;t=1',
+    ]);
+    const reader = first.body!.getReader();
+    await reader.read();
+    const second = await app.request("/export");
+    expect([second.status, second.headers.get("Retry-After"), second.headers.get("content-type")]).toEqual([429, "1", "application/problem+json"]);
+    expect(await second.json()).toMatchObject({ type: QUOTA_EXCEEDED_TYPE, retryAfter: 1, "violated-policies": ["exports"] });
+    expect(await drain(reader)).toBe("chunk 1\nchunk 2\nchunk 3\n");
+    const third = await app.request("/export");
+    expect(third.status).toBe(200);
+    await third.arrayBuffer();
+    expect((await limiter.peek("k")).remaining).toBe(1);
+  });
+
+  it("hono/streaming's stream() holds the slot until its callback is done", async () => {
+    const limiter = exportsLimiter(1);
+    const app = new Hono();
+    app.use(rateLimiter({ limiter, key: () => "k" }));
+    app.get("/", (c) =>
+      stream(c, async (s) => {
+        for (let i = 0; i < 3; i++) {
+          await s.write(`part ${i}\n`);
+          await s.sleep(30);
+        }
+      }),
+    );
+    const first = await app.request("/");
+    const reader = first.body!.getReader();
+    await reader.read();
+    expect((await app.request("/")).status).toBe(429);
+    await drain(reader);
+    expect((await limiter.peek("k")).remaining).toBe(1);
+  });
+
+  it("frees the slot at once for a response without a body, and when the handler throws", async () => {
+    const limiter = exportsLimiter(1);
+    const app = new Hono();
+    app.use(rateLimiter({ limiter, key: () => "k" }));
+    app.get("/empty", (c) => c.body(null, 204));
+    app.get("/boom", () => {
+      throw new Error("boom");
+    });
+    app.onError((error, c) => c.text(`failed: ${error.message}`, 500));
+    expect((await app.request("/empty")).status).toBe(204);
+    expect((await limiter.peek("k")).remaining).toBe(1);
+    const failed = await app.request("/boom");
+    expect([failed.status, await failed.text()]).toEqual([500, "failed: boom"]);
+    expect((await limiter.peek("k")).remaining).toBe(1);
+  });
+
+  it("a concurrency limit and a rate limit in one limiter: c.get(\"rateLimit\") has the lease; a rate denial holds nothing", async () => {
+    const limiter = new RateLimiter({ limits: [concurrency({ limit: 2, name: "exports" }), fixedWindow({ limit: 2, window: "1h", name: "hourly" })] });
+    const app = new Hono<{ Variables: { rateLimit: import("@sluice/core").Decision | undefined } }>();
+    app.use(rateLimiter({ limiter, key: () => "k" }));
+    app.get("/", (c) => c.json({ lease: typeof c.get("rateLimit")?.lease }));
+    expect(await (await app.request("/")).json()).toEqual({ lease: "string" });
+    await (await app.request("/")).arrayBuffer();
+    const third = await app.request("/");
+    expect([third.status, third.headers.get("RateLimit-Policy")]).toEqual([429, '"exports";q=2;qu="concurrent-requests", "hourly";q=2;w=3600']);
+    expect((await limiter.peek("k")).policies.map((p) => p.remaining)).toEqual([2, 0]);
+  });
+});
+
+describe("real concurrency over HTTP (@hono/node-server, MemoryStore)", () => {
+  let server: ServerType;
+  let base: string;
+  const slow = exportsLimiter(3);
+  const streamed = exportsLimiter(1);
+  let running = 0;
+  let most = 0;
+
+  beforeAll(async () => {
+    const app = new Hono();
+    app.use("/slow", rateLimiter({ limiter: slow, key: () => "one-key" }));
+    app.get("/slow", async (c) => {
+      running++;
+      most = Math.max(most, running);
+      await sleep(150);
+      running--;
+      return c.text("done");
+    });
+    app.use("/stream", rateLimiter({ limiter: streamed, key: () => "one-key" }));
+    app.get("/stream", (c) => c.body(slowBody(4, 50)));
+    base = await new Promise<string>((resolve) => {
+      server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, (info: AddressInfo) => resolve(`http://127.0.0.1:${info.port}`));
+    });
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("50 simultaneous slow requests to a route limited to 3 in flight: never more than 3 handlers running at once", async () => {
+    const started = performance.now();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        const response = await fetch(`${base}/slow`);
+        await response.arrayBuffer();
+        return { status: response.status, retryAfter: response.headers.get("Retry-After") };
+      }),
+    );
+    const ms = Math.round(performance.now() - started);
+    const served = results.filter((r) => r.status === 200).length;
+    const denied = results.filter((r) => r.status === 429);
+    console.log(`concurrency over HTTP (MemoryStore): limit 3, 50 simultaneous requests → ${served} served, ${denied.length} denied (429), at most ${most} handlers running at once, ${ms} ms`);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBeGreaterThanOrEqual(1);
+    expect(served).toBeGreaterThanOrEqual(3);
+    expect(served + denied.length).toBe(50);
+    expect(denied.length).toBeGreaterThan(0);
+    expect(denied.every((r) => r.retryAfter !== null && Number(r.retryAfter) <= 1)).toBe(true);
+    expect((await slow.peek("one-key")).remaining).toBe(3);
+  });
+
+  it("50 clients that retry until served (sustained load): all served, never more than 3 running at once", async () => {
+    most = 0;
+    const started = performance.now();
+    let attempts = 0;
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, async (_, client) => {
+        for (let attempt = 0; ; attempt++) {
+          attempts++;
+          const response = await fetch(`${base}/slow`);
+          await response.arrayBuffer();
+          if (response.status === 200) return 200;
+          expect(response.status).toBe(429);
+          if (performance.now() - started > 40_000) throw new Error("not served within 40 s");
+          await sleep(20 + ((client * 7 + attempt * 13) % 40));
+        }
+      }),
+    );
+    console.log(
+      `concurrency over HTTP (MemoryStore), sustained: limit 3, 50 clients retrying until served → 50 served in ${attempts} attempts, at most ${most} handlers running at once, ${Math.round(performance.now() - started)} ms`,
+    );
+    expect(statuses).toHaveLength(50);
+    expect(most).toBe(3);
+  }, 60_000);
+
+  it("a streamed response holds its slot until the stream ends: a second request while it streams is a 429, and passes after", async () => {
+    const first = await fetch(`${base}/stream`);
+    expect(first.status).toBe(200);
+    const reader = first.body!.getReader();
+    await reader.read();
+    const during = await fetch(`${base}/stream`);
+    expect([during.status, during.headers.get("Retry-After")]).toEqual([429, "1"]);
+    await during.arrayBuffer();
+    expect(await drain(reader)).toMatch(/chunk 3\n$/);
+    const after = await fetch(`${base}/stream`);
+    expect(after.status).toBe(200);
+    await after.arrayBuffer();
+  });
+
+  it("a client that goes away mid-stream frees its slot", async () => {
+    const controller = new AbortController();
+    const first = await fetch(`${base}/stream`, { signal: controller.signal });
+    await first.body!.getReader().read();
+    expect((await streamed.peek("one-key")).remaining).toBe(0);
+    controller.abort();
+    for (let i = 0; i < 50 && (await streamed.peek("one-key")).remaining === 0; i++) await sleep(20);
+    expect((await streamed.peek("one-key")).remaining).toBe(1);
+  });
+});
