@@ -173,6 +173,45 @@ describe("GET /api/* by plan", () => {
   });
 });
 
+describe("GET /api/export: at most 2 in flight per key", () => {
+  it("a third export while two are in flight is the 429 of the exports limit and spends nothing of the plan; once one is done, the next passes", async () => {
+    const app = createApp({ clock: () => T0, exportMs: 150 });
+    const { get } = client(app);
+    const pro = { "x-api-key": "pro-demo-key" };
+    const first = get("/api/export", pro);
+    const second = get("/api/export", pro);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // both are building their export
+    const third = await get("/api/export", pro);
+    expect(third.status).toBe(429);
+    expect(Object.fromEntries(third.headers)).toEqual({
+      "content-type": "application/problem+json",
+      "ratelimit-policy": '"exports";q=2;qu="concurrent-requests"',
+      ratelimit: '"exports";r=0;t=1',
+      "retry-after": "1",
+      "x-ratelimit-limit": "2",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": String((T0 + 60_000) / 1000),
+    });
+    expect(await third.json()).toMatchObject({ type: "https://iana.org/assignments/http-problem-types#quota-exceeded", retryAfter: 1, "violated-policies": ["exports"] });
+    // another key has slots of its own
+    expect((await get("/api/export", { "x-api-key": "enterprise-demo-key" })).status).toBe(200);
+
+    const done = await Promise.all([first, second]);
+    expect(done.map((r) => r.status)).toEqual([200, 200]);
+    const bodies = (await Promise.all(done.map((r) => r.json()))) as { exportsInFlight: unknown; rateLimit: { policies: { burst: { remaining: number } } } }[];
+    // each saw both slots taken while it built its export; the plan charged 5 each
+    expect(bodies.map((b) => b.exportsInFlight)).toEqual([
+      { limit: 2, free: 0 },
+      { limit: 2, free: 0 },
+    ]);
+    expect(bodies.map((b) => b.rateLimit.policies.burst.remaining).sort()).toEqual([40, 45]);
+    // both responses sent: their slots are free; the 429 spent nothing of the burst (50 - 5 - 5 - 5)
+    const fourth = await get("/api/export", pro);
+    expect(fourth.status).toBe(200);
+    expect(await fourth.json()).toMatchObject({ exportsInFlight: { limit: 2, free: 1 }, rateLimit: { policies: { burst: { remaining: 35 } } } });
+  });
+});
+
 describe("POST /auth/login", () => {
   it("successful logins do not count: any number of them, then 5 failures still pass", async () => {
     const { state, login } = setup();
@@ -234,7 +273,8 @@ describe("POST /auth/login", () => {
     const down = (): never => {
       throw new Error("store is down");
     };
-    const brokenStore: Store = { bind: () => ({ consume: down, peek: down, reset: down }) };
+    // (a store the exports' concurrency limit can use: it has release, failing like the rest)
+    const brokenStore: Store = { bind: () => ({ consume: down, peek: down, reset: down, release: down }) };
     const app = createApp({ store: brokenStore });
     const { get, login } = client(app);
     const denied = await login("demo");

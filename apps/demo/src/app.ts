@@ -4,7 +4,8 @@
  * - `GET /health` is never limited.
  * - `GET /api/*` is limited per API key (`x-api-key`) by the key's plan, or per client address as
  *   `free` when there is no key. An API key that is not in the table gets 401. `GET /api/whoami`
- *   shows the caller's quota without spending it (a peek).
+ *   shows the caller's quota without spending it (a peek). `GET /api/export` is also limited to 2
+ *   exports in flight per key (a concurrency limit, checked before the plan's).
  * - `POST /auth/login` counts failed attempts only (a successful login is refunded, `countWhen`):
  *   5 failures per 5 minutes per address; the next attempt is refused and blocks the address for
  *   15 minutes (a penalty box). It fails closed.
@@ -22,6 +23,7 @@ import {
   type Policy,
   RateLimiter,
   type Store,
+  concurrency,
   fixedWindow,
   normalizeIp,
   setRateLimitHeaders,
@@ -71,6 +73,13 @@ export const API_PREFIX = "demo-api";
 /** Failed login attempts per client address: 5 per 5 minutes; one more blocks the address for 15 minutes. */
 export const LOGIN_LIMIT = slidingLog({ limit: 5, window: "5m", name: "login", block: "15m" });
 
+/**
+ * Exports in flight per key (API key, else address): a concurrency limit, on top of the plan's
+ * limits. A slot is held until the export's response has been sent; a slot nobody frees (a crashed
+ * process) comes back after the lease, 1 minute.
+ */
+export const EXPORT_CONCURRENCY = concurrency({ limit: 2, lease: "1m", name: "exports" });
+
 /** Units each `/api` route costs; everything else costs 1. */
 export const ROUTE_COSTS: Readonly<Record<string, number>> = Object.freeze({ "/api/export": 5 });
 
@@ -88,6 +97,12 @@ export interface DemoAppOptions {
   clock?: () => number;
   /** Logs one line per request and response (Hono's `logger`), e.g. `console.log`. */
   log?: (line: string) => void;
+  /**
+   * How long `GET /api/export` takes to build its export, in ms (the demo's stand-in for real
+   * work, so that exports are in flight long enough to meet the concurrency limit).
+   * @default 0
+   */
+  exportMs?: number;
 }
 
 /** The app's context variables: `c.get("rateLimit")` on limited routes. */
@@ -185,6 +200,13 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
 
   app.get("/health", (c) => c.json({ status: "ok" }));
 
+  // At most 2 exports in flight per key, checked before the plan's limits (registered first), so
+  // an export refused here spends nothing of the plan; one the plan refuses frees its slot as its
+  // 429 goes out. Allowed, the plan's middleware writes the rate-limit headers the client sees;
+  // refused here, the 429 carries this limit's own: RateLimit-Policy: "exports";q=2;qu="concurrent-requests".
+  const exportSlots = new RateLimiter({ store, prefix: "demo-export", limits: EXPORT_CONCURRENCY });
+  app.use("/api/export", rateLimiter({ limiter: exportSlots, key: apiClientKey, onDecision }));
+
   const tiers = { free: planLimits("free"), pro: planLimits("pro"), enterprise: planLimits("enterprise") };
   app.use(
     "/api/*",
@@ -228,9 +250,19 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
     return c.json({ quote: QUOTES[decision.remaining % QUOTES.length], remaining: decision.remaining });
   });
 
-  app.get("/api/export", (c) =>
-    c.json({ export: "ok", cost: ROUTE_COSTS["/api/export"], rateLimit: summary(decisionOf(c)) }),
-  );
+  const exportMs = options.exportMs ?? 0;
+  app.get("/api/export", async (c) => {
+    const decision = decisionOf(c);
+    if (exportMs > 0) await new Promise((resolve) => setTimeout(resolve, exportMs));
+    // this export's slot is still held: it is freed once this response has been sent
+    const slots = await exportSlots.peek(apiClientKey(c));
+    return c.json({
+      export: "ok",
+      cost: ROUTE_COSTS["/api/export"],
+      rateLimit: summary(decision),
+      exportsInFlight: { limit: EXPORT_CONCURRENCY.limit, free: slots.remaining },
+    });
+  });
 
   const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
   // only failed attempts count: a successful login's unit is given back after the handler

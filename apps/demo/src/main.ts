@@ -2,7 +2,7 @@
  * Serves the demo API on Node.js and prints how to try it.
  *
  * `HOST` (default `127.0.0.1`) and `PORT` (default `8787`; `0` picks a free port) choose the
- * address; `SLUICE_OTEL=console` turns on OpenTelemetry's console exporters (see telemetry.ts).
+ * address; `EXPORT_MS` (default `2000`) is how long `GET /api/export` takes; `SLUICE_OTEL=console` turns on OpenTelemetry's console exporters (see telemetry.ts).
  * SIGINT and SIGTERM stop the server: it stops accepting connections, lets requests in
  * flight finish, and exits 0 (or exits 1 if that takes more than 5 seconds).
  *
@@ -25,6 +25,16 @@ function portFromEnv(value: string | undefined): number {
   return port;
 }
 
+function msFromEnv(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0 || ms > 60_000) {
+    console.error(`${name} must be an integer of milliseconds from 0 to 60000; got ${JSON.stringify(value)}`);
+    process.exit(1);
+  }
+  return ms;
+}
+
 const hostname = process.env.HOST || "127.0.0.1";
 const port = portFromEnv(process.env.PORT);
 // SLUICE_OTEL=console: the OpenTelemetry SDK with console exporters, started before the app is built
@@ -36,7 +46,8 @@ try {
   process.exit(1);
 }
 if (telemetry !== undefined) console.log(telemetry.description);
-const app = createApp({ log: (line) => console.log(line) });
+const exportMs = msFromEnv("EXPORT_MS", process.env.EXPORT_MS, 2000);
+const app = createApp({ log: (line) => console.log(line), exportMs });
 
 /** The commands printed at start, for the URL the server actually listens on. */
 function banner(url: string): string {
@@ -47,6 +58,7 @@ function banner(url: string): string {
     })
     .join("\n");
   const free = Object.keys(DEMO_API_KEYS).find((key) => DEMO_API_KEYS[key]?.tier === "free");
+  const pro = Object.keys(DEMO_API_KEYS).find((key) => DEMO_API_KEYS[key]?.tier === "pro");
   const login = `curl -s -o /dev/null -w "%{http_code} " -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"wrong"}'`;
   return `Sluice demo listening on ${url}
 
@@ -70,6 +82,9 @@ Try:
   # login counts failed attempts: after 5 in 5 minutes, the 6th gets 429 and blocks the address for 15 minutes
   for i in $(seq 1 5); do ${login}; done; echo
   curl -i -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"demo"}'
+
+  # at most 2 exports in flight per key (each takes ${exportMs / 1000} s here): of three started 0.3 s apart, the third gets 429 at once
+  for i in 1 2 3; do curl -s -o /dev/null -w "%{http_code} " -H "x-api-key: ${pro}" ${url}/api/export & sleep 0.3; done; wait; echo
 
 Press Ctrl+C to stop.
 `;

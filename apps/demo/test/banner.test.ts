@@ -69,6 +69,7 @@ describe("the banner's commands, pasted in order", () => {
       "the free plan's burst is 10: ten calls in a row pass, the 11th gets 429",
       "an unknown key gets 401",
       "login counts failed attempts: after 5 in 5 minutes, the 6th gets 429 and blocks the address for 15 minutes",
+      "at most 2 exports in flight per key (each takes 2 s here): of three started 0.3 s apart, the third gets 429 at once",
     ]);
     for (const group of tried) for (const command of group.commands) expect(command).toContain(base);
 
@@ -78,7 +79,7 @@ describe("the banner's commands, pasted in order", () => {
       for (const command of group.commands) seen.push(await paste(command));
       outputs.push(seen);
     }
-    const [health, whoami, burst, unknown, login] = outputs as [string[], string[], string[], string[], string[]];
+    const [health, whoami, burst, unknown, login, exports] = outputs as [string[], string[], string[], string[], string[], string[]];
 
     expect(health).toEqual(['{"status":"ok"}']);
 
@@ -107,5 +108,8 @@ describe("the banner's commands, pasted in order", () => {
     const sixth = response(login[1] ?? "");
     expect(sixth.status).toMatch(/^HTTP\/1\.1 429/);
     expect(sixth.headers["retry-after"]).toBe("900");
+
+    // the third export is refused at once (both slots held); the first two finish 2 s after they began
+    expect(exports).toEqual(["429 200 200 \n"]);
   });
 });
