@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { type BoundStore, type Store, type StoreNamespace, type StoredState, assertNamespace, decideState, peekState, storageKey } from "@sluice/core/store";
+ * import { type BoundStore, type Store, type StoreNamespace, type StoredState, assertNamespace, decideState, peekState, releaseState, storageKey } from "@sluice/core/store";
  *
  * // A store over any storage with an atomic read-modify-write per identifier (a Map here).
  * export class MapStore implements Store {
@@ -27,10 +27,18 @@
  *     assertNamespace(namespace, "[my-store] MapStore.bind");
  *     const rows = this.#rows;
  *     return {
- *       consume(key, cost) {
+ *       consume(key, cost, lease) {
  *         const id = storageKey(namespace, key);
  *         const nowUs = Date.now() * 1000;
- *         const d = decideState(namespace.policies, rows.get(id)?.state, nowUs, cost);
+ *         const d = decideState(namespace.policies, rows.get(id)?.state, nowUs, cost, lease);
+ *         if (d.state !== undefined) rows.set(id, { state: d.state, expiresAtUs: d.expiresAtUs });
+ *         return { now: Math.floor(nowUs / 1000), policies: d.policies };
+ *       },
+ *       // concurrency() limits: frees the slot an allowed request holds under `lease`
+ *       release(key, lease) {
+ *         const id = storageKey(namespace, key);
+ *         const nowUs = Date.now() * 1000;
+ *         const d = releaseState(namespace.policies, rows.get(id)?.state, nowUs, lease);
  *         if (d.state !== undefined) rows.set(id, { state: d.state, expiresAtUs: d.expiresAtUs });
  *         return { now: Math.floor(nowUs / 1000), policies: d.policies };
  *       },
