@@ -42,7 +42,7 @@ export interface HttpBenchOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 0.6, warmupSeconds: 1 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 0.6, warmupSeconds: 0.6 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;
@@ -209,25 +209,31 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
   }
   const bundle = await bundleEntry(SERVER_ENTRY, "http-server");
   const redis = names.some((n) => NEEDS_REDIS.has(n)) ? await startRedisServer() : undefined;
-  const servers: Server[] = [];
+  // two server processes per app, used in alternate rounds: what differs between two processes of
+  // the same app (how V8 compiled each) shows in the spread rather than between two runs
+  const servers: Server[][] = [];
   const scenarios: HttpScenario[] = [];
   try {
-    for (const name of names) servers.push(await startServer(bundle, name, redis === undefined ? {} : { redisUrl: redis.url }));
+    for (const name of names) {
+      const options2 = redis === undefined ? {} : { redisUrl: redis.url };
+      servers.push([await startServer(bundle, name, options2), await startServer(bundle, name, options2)]);
+    }
     for (const connections of options.connections) {
-      log(`HTTP: ${names.length} apps, ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
-      for (const server of servers) await measure(server, connections, options.warmupSeconds);
+      log(`HTTP: ${names.length} apps (2 processes each), ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
+      for (const pair of servers) for (const server of pair) await measure(server, connections, options.warmupSeconds);
       // each round: bare, A, bare, B, bare, … , bare — every app's figure is compared with the
       // bare app's runs just before and just after it (the others' order rotating by round)
       const runs: Run[][] = servers.map(() => []);
       const bareAround: Run[][] = servers.map(() => []);
-      const bare = servers[0] as Server;
       for (let round = 0; round < options.rounds; round++) {
+        const at = (i: number) => (servers[i] as Server[])[round % 2] as Server;
+        const bare = at(0);
         const roundBare: Run[] = [];
         let before = await measure(bare, connections, options.roundSeconds);
         roundBare.push(before);
         for (let k = 1; k < servers.length; k++) {
           const i = 1 + ((round + k - 1) % (servers.length - 1));
-          const run = await measure(servers[i] as Server, connections, options.roundSeconds);
+          const run = await measure(at(i), connections, options.roundSeconds);
           const after = await measure(bare, connections, options.roundSeconds);
           roundBare.push(after);
           (runs[i] as Run[]).push(run);
@@ -241,7 +247,7 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
       scenarios.push(scenarioReport(connections, names, runs, bareAround));
     }
   } finally {
-    await Promise.all(servers.map((s) => s.stop()));
+    await Promise.all(servers.flat().map((s) => s.stop()));
     await redis?.stop();
   }
   const misses: string[] = [];

@@ -49,15 +49,23 @@ export interface MemoryBenchOptions extends ThroughputOptions {
   algorithms?: readonly Algorithm[];
   /** Memory subjects to measure (default: all). */
   heapSubjects?: readonly string[];
+  /**
+   * Child processes per algorithm, one after the other, each running every round: a contender's
+   * per-round ratios are pooled over them, so the difference between two processes (V8 compiles
+   * each one's loops its own way) shows in the spread instead of between two runs.
+   * @default 1
+   */
+  processes?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
 
 export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   rounds: 7,
-  warmupMs: 250,
-  targetRoundMs: 250,
+  warmupMs: 200,
+  targetRoundMs: 150,
   slices: 5,
+  processes: 2,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };
@@ -123,8 +131,8 @@ function find(results: readonly ThroughputResult[], name: string): ThroughputRes
 }
 
 /** Builds one scenario's rows from every algorithm's process. */
-function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, ScenarioMeasurement>): ScenarioReport {
-  const measurements = [...perAlgorithm.values()];
+function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, ScenarioMeasurement[]>): ScenarioReport {
+  const measurements = [...perAlgorithm.values()].flat();
   const row = (name: string, pick: (m: ScenarioMeasurement) => ThroughputResult[]): ThroughputRow => {
     // every round's ratio, pooled over the processes that measured this contender
     const stat = (against: string) =>
@@ -143,8 +151,8 @@ function scenarioReport(id: ScenarioId, perAlgorithm: ReadonlyMap<Algorithm, Sce
     };
   };
   const rows = [RLF, FLOOR, CLOCK_FLOOR].map((name) => row(name, (m) => [find(m.results, name)]));
-  for (const [algorithm, m] of perAlgorithm) {
-    const r = row(algorithm, (x) => (x === m ? [find(x.results, algorithm)] : []));
+  for (const [algorithm, ms] of perAlgorithm) {
+    const r = row(algorithm, (x) => (ms.includes(x) ? [find(x.results, algorithm)] : []));
     rows.push({ ...r, targets: [target(RLF, ">=", TARGETS.vsRlf[id], r.vsRlf), target(FLOOR, ">=", TARGETS.vsFloor, r.vsFloor)] });
   }
   // the other peers, each from the process of the algorithm it implements
@@ -168,14 +176,17 @@ export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMOR
     ...(options.slices !== undefined ? { slices: options.slices } : {}),
   };
 
-  const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement>>();
+  const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement[]>>();
+  const processes = Math.max(1, options.processes ?? 1);
   for (const algorithm of options.algorithms ?? ALGORITHMS) {
-    log(`throughput: ${algorithm} beside ${RLF} and the floors, in a child process (load ${loadAvgNow()}) ...`);
-    const measured = await runInChild<ScenarioMeasurement[]>(CONTENDERS_URL, "measureAlgorithm", [algorithm, options.manyKeys, throughputOptions]);
-    for (const m of measured) {
-      let perAlgorithm = byScenario.get(m.scenario);
-      if (perAlgorithm === undefined) byScenario.set(m.scenario, (perAlgorithm = new Map()));
-      perAlgorithm.set(algorithm, m);
+    for (let p = 0; p < processes; p++) {
+      log(`throughput: ${algorithm} beside ${RLF}, the floors and its peers, child process ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
+      const measured = await runInChild<ScenarioMeasurement[]>(CONTENDERS_URL, "measureAlgorithm", [algorithm, options.manyKeys, throughputOptions]);
+      for (const m of measured) {
+        let perAlgorithm = byScenario.get(m.scenario);
+        if (perAlgorithm === undefined) byScenario.set(m.scenario, (perAlgorithm = new Map()));
+        perAlgorithm.set(algorithm, [...(perAlgorithm.get(algorithm) ?? []), m]);
+      }
     }
   }
   const scenarios = [...byScenario].map(([id, perAlgorithm]) => scenarioReport(id, perAlgorithm));
@@ -232,8 +243,8 @@ export function formatMemoryReport(report: MemoryBenchReport): string {
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
     `Sequential awaited decisions. Each algorithm ran in its own process beside ${RLF} and the floors, interleaved over`,
-    `${o.rounds} rounds of ~${o.targetRoundMs} ms each; decisions/s is the median round, ratios the median of per-round ratios.`,
-    `Baseline rows: median over the ${algorithms.length} processes that measured them.`,
+    `${o.rounds} rounds of ~${o.targetRoundMs} ms each in each of ${o.processes ?? 1} process(es) per algorithm; decisions/s is the median round,`,
+    `ratios the median of the per-round ratios pooled over the processes. Baseline rows: over the ${algorithms.length * (o.processes ?? 1)} processes that measured them.`,
     "",
     "## Decisions per second",
     "",

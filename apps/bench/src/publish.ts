@@ -77,7 +77,7 @@ export function figures(run: BenchRun): Figure[] {
         const target = r.targets.find((t) => t.against === BARE);
         out.push(fig("http", scenario, r.name, "bare app req/s", r.rpsVsBare, HEADLINE_HTTP.has(r.name), target));
         out.push(fig("http", scenario, r.name, "bare app p99", r.p99VsBare, false));
-        out.push(fig("http", scenario, r.name, "bare app server CPU/request", r.cpuVsBare, false));
+        out.push(fig("http", scenario, r.name, "bare app server CPU/request", r.cpuVsBare, HEADLINE_HTTP.has(r.name)));
         const vsHrl = r.stats[`vs ${HONO_RATE_LIMITER}`];
         if (vsHrl !== undefined) out.push(fig("http", scenario, r.name, `${HONO_RATE_LIMITER} req/s`, vsHrl, false, r.targets.find((t) => t.against === HONO_RATE_LIMITER)));
       }
@@ -387,7 +387,9 @@ export function benchmarksSvg(run: BenchRun, figs: readonly Figure[]): string {
   };
   const headline = figs.filter((f) => f.headline);
   for (const s of run.http?.scenarios ?? []) {
-    add(`HTTP, Hono on Node.js, ${s.connections} connections: req/s ÷ the bare app`, headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`));
+    const inScenario = headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`);
+    add(`HTTP, Hono on Node.js, ${s.connections} connections: req/s ÷ the bare app`, inScenario.filter((f) => f.against === "bare app req/s"));
+    add(`HTTP, ${s.connections} connections: the server's CPU time per request ÷ the bare app's (lower is better)`, inScenario.filter((f) => f.against === "bare app server CPU/request"));
   }
   for (const s of run.memory?.scenarios ?? []) add(`In memory, ${s.title}: decisions/s ÷ ${RLF}`, headline.filter((f) => f.section === "memory" && f.scenario === s.title));
   for (const s of run.redis?.scenarios ?? []) {
