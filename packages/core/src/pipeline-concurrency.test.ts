@@ -120,6 +120,14 @@ describe("handle: the lease is held until the response has been produced", () =>
     expect((await limiter.peek("k")).remaining).toBe(1);
   });
 
+  it("a HEAD request frees its slot as soon as the handler has answered: its body is never sent", async () => {
+    const limiter = limiterOf(1);
+    const { handle } = createPipeline<Args>({ limiter, key: () => "k" }, platform);
+    const head = await handle([new Request("https://api.test/export", { method: "HEAD" })], () => new Response(slowBody(3, 20)));
+    expect(head.status).toBe(200);
+    expect((await limiter.peek("k")).remaining).toBe(1);
+  });
+
   it("a dry-run limiter holds and frees leases exactly as an enforcing one, and lets the request through", async () => {
     const limiter = limiterOf(1, { mode: "dry-run" });
     const reports: boolean[] = [];

@@ -504,7 +504,9 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
       }
       // the report of a request enforcing would deny; what onLimited returns is ignored
       if (!decision.allowed && onLimited !== undefined) await onLimited(...args, decision);
-      return { decision, key, limiter: target.limiter, headers, response: undefined };
+      const served: Outcome = { decision, key, limiter: target.limiter, headers, response: undefined };
+      if (decision.lease !== undefined) noteHead(served, platform.request(...args));
+      return served;
     }
     const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
     const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
@@ -518,7 +520,9 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
         response = addRateLimitHeaders(own, headers);
       }
     }
-    return { decision, key, limiter: target.limiter, headers, response };
+    const outcome: Outcome = { decision, key, limiter: target.limiter, headers, response };
+    if (decision.lease !== undefined) noteHead(outcome, platform.request(...args));
+    return outcome;
   }
 
   function delay(outcome: Outcome): Promise<void> {
@@ -539,10 +543,10 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     const held = decision.lease !== undefined;
     // countWhen: a request the store charged that should not count gets its units back
     if (countWhen === undefined || !decision.allowed || decision.reason !== "ok") {
-      return held ? holdUntilProduced(out, limiter, key, decision) : out;
+      return held ? holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome)) : out;
     }
     const refunded = refundUnlessCounted(countWhen, response, decision, limiter, key);
-    return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision)) : refunded.then(() => out);
+    return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome))) : refunded.then(() => out);
   }
 
   function release(outcome: Outcome): Promise<void> {
@@ -591,6 +595,17 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
   return { check, delay, finish, release, handle };
 }
 
+/**
+ * The outcomes of HEAD requests that hold a concurrency lease: their response's body is never sent
+ * (a framework may drop it unread, as Hono does), so the lease is released as soon as the handler
+ * has answered.
+ */
+const HEAD_REQUESTS = new WeakSet<Outcome>();
+
+function noteHead(outcome: Outcome, request: Request): void {
+  if (request.method === "HEAD") HEAD_REQUESTS.add(outcome);
+}
+
 /** Frees a decision's concurrency lease; a failure goes to the limiter's `onStoreFailure`. Never rejects. */
 function releaseLease(limiter: RateLimiter, key: string, decision: Decision): Promise<void> {
   let released: Promise<unknown>;
@@ -606,12 +621,12 @@ function ignore(): void {}
 
 /**
  * The response whose production ends the request's concurrency lease: without a body (a redirect,
- * a 204, `Response.error()`) the lease is released now; with one, a copy is returned whose body
+ * a 204, `Response.error()`, any answer to a HEAD request) the lease is released now; with one, a copy is returned whose body
  * passes the handler's through and releases when it ends (before the end reaches the client), fails
  * or is cancelled (the client went away). Released once, whatever happens.
  */
-function holdUntilProduced(response: Response, limiter: RateLimiter, key: string, decision: Decision): MaybePromise<Response> {
-  const body = response.status === 0 ? null : response.body;
+function holdUntilProduced(response: Response, limiter: RateLimiter, key: string, decision: Decision, head: boolean): MaybePromise<Response> {
+  const body = response.status === 0 || head ? null : response.body;
   if (body === null) return releaseLease(limiter, key, decision).then(() => response);
   let released: Promise<void> | undefined;
   const done = () => (released ??= releaseLease(limiter, key, decision));

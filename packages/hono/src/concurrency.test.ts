@@ -88,16 +88,21 @@ describe("rateLimiter with a concurrency limit (app.request)", () => {
     expect((await limiter.peek("k")).remaining).toBe(1);
   });
 
-  it("frees the slot at once for a response without a body, and when the handler throws", async () => {
+  it("frees the slot at once for a response without a body, a HEAD request, and when the handler throws", async () => {
     const limiter = exportsLimiter(1);
     const app = new Hono();
     app.use(rateLimiter({ limiter, key: () => "k" }));
     app.get("/empty", (c) => c.body(null, 204));
+    app.get("/report", (c) => c.body(slowBody(3, 20)));
     app.get("/boom", () => {
       throw new Error("boom");
     });
     app.onError((error, c) => c.text(`failed: ${error.message}`, 500));
     expect((await app.request("/empty")).status).toBe(204);
+    expect((await limiter.peek("k")).remaining).toBe(1);
+    // Hono answers HEAD with the GET handler's response, its body dropped unread
+    const head = await app.request("/report", { method: "HEAD" });
+    expect([head.status, head.body]).toEqual([200, null]);
     expect((await limiter.peek("k")).remaining).toBe(1);
     const failed = await app.request("/boom");
     expect([failed.status, await failed.text()]).toEqual([500, "failed: boom"]);
