@@ -146,25 +146,37 @@ describe("RateLimiter with a concurrency policy", () => {
     expect([c.allowed, c.reason, c.lease]).toEqual([true, "store-error", undefined]); // no store held anything
   });
 
-  it("a release clears the key's cached denial", async () => {
+  it("the deny cache never holds a denial the concurrency cap binds (a slot may free in any process); a rate denial it does, until a release clears it", async () => {
     const inner = new MemoryStore();
+    let consumed = 0;
     const remote: Store = {
       bind(namespace) {
         const bound = inner.bind(namespace);
         return {
-          consume: async (k, c, lease) => bound.consume(k, c, lease),
+          consume: async (k, c, lease) => (consumed++, bound.consume(k, c, lease)),
           peek: async (k) => bound.peek(k),
           reset: async (k) => bound.reset(k),
           release: async (k, lease) => (bound.release as NonNullable<BoundStore["release"]>)(k, lease),
         };
       },
     };
-    const limiter = new RateLimiter({ store: remote, limits }); // asynchronous: the deny cache is on
+    // asynchronous: the deny cache is on
+    const limiter = new RateLimiter({ store: remote, limits: [concurrency({ limit: 1, name: "one" }), fixedWindow({ limit: 3, window: "1h", name: "hourly" })] });
     const held = await limiter.limit("k");
-    expect((await limiter.limit("k")).reason).toBe("limit");
-    expect((await limiter.limit("k")).reason).toBe("cached-deny");
-    await limiter.release("k", held);
-    expect((await limiter.limit("k")).allowed).toBe(true);
+    expect([(await limiter.limit("k")).reason, (await limiter.limit("k")).reason, consumed]).toEqual(["limit", "limit", 3]);
+    // another process frees the slot (straight to the store): this one sees it at once
+    await inner.bind({ prefix: "sluice", policies: limiter.policies }).release?.("k", Number(held.lease));
+    const second = await limiter.limit("k");
+    expect(second.allowed).toBe(true);
+    await limiter.release("k", second);
+    await limiter.release("k", await limiter.limit("k"));
+    // the hourly window is spent: that denial (60 min) is cached...
+    expect([(await limiter.limit("k")).policy, (await limiter.limit("k")).reason]).toEqual(["hourly", "cached-deny"]);
+    // ...and a release clears it
+    await limiter.release("k", "123");
+    const count = consumed;
+    await limiter.limit("k");
+    expect(consumed).toBe(count + 1);
   });
 });
 

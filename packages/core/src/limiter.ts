@@ -62,6 +62,8 @@ export interface RateLimiterOptions {
    * store errors, timeouts, and `cost-exceeds-limit`. `reset(key)` forgets the key's denial.
    * `true` turns it on with the defaults, `false` off; `{ maxKeys }` bounds it (least recently
    * used forgotten first). A reset made by another process is not seen until the entry expires.
+   * A denial bound by a `concurrency()` limit is never cached: its slot may free at any moment, in
+   * any process.
    * @default on ({ maxKeys: 10_000 }) for asynchronous stores; off for MemoryStore
    * @example
    * ```ts
@@ -264,6 +266,8 @@ export class RateLimiter {
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
   /** Whether a policy is a concurrency cap: each `limit()` then draws a lease id. */
   readonly #concurrent: boolean;
+  /** The names of the concurrency policies (empty without one): a denial they bind is never cached. */
+  readonly #concurrencyNames: ReadonlySet<string>;
   #fallback: BoundStore | undefined;
 
   constructor(options: RateLimiterOptions) {
@@ -312,6 +316,7 @@ export class RateLimiter {
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#bound = store.bind(this.#namespace);
     this.#concurrent = this.policies.some((p) => p.kind === "concurrency");
+    this.#concurrencyNames = new Set(this.policies.filter((p) => p.kind === "concurrency").map((p) => p.name));
     if (this.#concurrent && typeof this.#bound.release !== "function") {
       throw new SluiceConfigError(
         "RateLimiter: a concurrency() limit needs a store that can release leases, and this store's bound namespace has no release(key, lease) method",
@@ -361,8 +366,11 @@ export class RateLimiter {
       return this.#marked(failed);
     }
     const decision = toDecision(result);
-    if (remote && denials !== undefined && !decision.allowed) denials.remember(key, cost, decision, sentAt, denials.now());
-    else if (decision.allowed) {
+    if (remote && denials !== undefined && !decision.allowed) {
+      // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):
+      // a denial it binds is not cached, or this process would refuse a key whose slots are free
+      if (!this.#concurrent || !this.#concurrencyNames.has(decision.policy)) denials.remember(key, cost, decision, sentAt, denials.now());
+    } else if (decision.allowed) {
       this.#charged.set(decision, cost);
       if (lease !== 0) decision.lease = String(lease);
     }

@@ -87,8 +87,7 @@ describe(`a concurrency limit of ${LIMIT} in Redis, shared by 2 server processes
       `concurrency over HTTP (Redis, 2 processes): limit ${LIMIT}, 50 simultaneous requests → ${served.length} served, ${denied.length} denied (429), at most ${most} handlers running at once, ${Math.round(performance.now() - started)} ms`,
     );
     expect(most).toBeLessThanOrEqual(LIMIT);
-    expect(served.length).toBeGreaterThanOrEqual(1);
-    expect(served.length).toBeLessThanOrEqual(LIMIT);
+    expect(served.length).toBeGreaterThanOrEqual(LIMIT); // the first 3 to reach Redis, at least
     expect(served.length + denied.length).toBe(50);
     expect(denied.every((r) => r.retryAfter !== null && Number(r.retryAfter) >= 0 && Number(r.retryAfter) <= 1)).toBe(true);
   }, 30_000);
@@ -119,7 +118,7 @@ describe(`a concurrency limit of ${LIMIT} in Redis, shared by 2 server processes
     expect(pids.size).toBe(2);
   }, 60_000);
 
-  it("a streamed response holds its slot until the stream ends: a request meanwhile (on the other process) is a 429, one after passes", async () => {
+  it("a streamed response holds its slot until the stream ends: a request meanwhile (on the other process) is a 429, one after (there too) passes", async () => {
     const [a, b] = servers as [Server, Server];
     const first = await fetch(`${a.base}/stream`);
     expect(first.status).toBe(200);
@@ -135,14 +134,10 @@ describe(`a concurrency limit of ${LIMIT} in Redis, shared by 2 server processes
       text += new TextDecoder().decode(value);
     }
     expect(text).toMatch(/chunk 3\n$/);
-    // process a freed the slot before the end of the body was written; (process b remembers its
-    // denial for up to its Retry-After, 1 s, in its deny cache)
-    const after = await fetch(`${a.base}/stream`);
+    // process a freed the slot before the end of the body was written, and process b did not
+    // cache its denial (a slot may free at any moment, in any process): it passes at once
+    const after = await fetch(`${b.base}/stream`);
     expect(after.status).toBe(200);
     await after.arrayBuffer();
-    await sleep(1000);
-    const later = await fetch(`${b.base}/stream`);
-    expect(later.status).toBe(200);
-    await later.arrayBuffer();
   }, 30_000);
 });
