@@ -28,6 +28,8 @@ export type {
   PolicySpec,
   LimiterCall,
   ConsumeCall,
+  RefundCall,
+  ReleaseCall,
   ResetCall,
   DecisionReply,
   ResetReply,
