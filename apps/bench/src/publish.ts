@@ -171,7 +171,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     ]
       .filter(Boolean)
       .join("; ")}.`,
-    `- Reproduce: \`${run.command}\` from a clone, after \`pnpm install\`, with \`redis-server\` on the PATH (the bench starts its own on a free port and never touches another Redis). \`pnpm bench --json\` prints every figure as JSON.`,
+    `- Reproduce: \`${run.command}\` from a clone, after \`pnpm install\`, with \`redis-server\` on the PATH (the bench starts its own on a free port and never touches another Redis). \`pnpm -s bench --json\` prints every figure as JSON.`,
     `- Stability: ${stable.length} of ${figs.length} ratios stable in this run; ${
       previousDate === undefined ? "no previous run to compare with" : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10%`
     }.`,
