@@ -31,7 +31,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
-import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary } from "./vectors.js";
+import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
 
 import { T0 } from "./conformance-constants.js";
@@ -881,18 +881,8 @@ export async function replayCase(
   const decisions: Decision[] = [];
   for (const [i, step] of vectorCase.steps.entries()) {
     hooks.setNow(step.at);
-    if (step.op === "reset") {
-      await l.reset(step.key);
-      continue;
-    }
-    const decision =
-      step.op === "peek"
-        ? await l.peek(step.key)
-        : step.op === "refund"
-          ? await l.refund(step.key, { cost: step.cost ?? 1, decision: step.of === undefined ? undefined : decisions[step.of] })
-          : step.op === "release"
-            ? await l.release(step.key, decisions[step.of as number] as Decision)
-            : await l.limit(step.key, { cost: step.cost ?? 1 });
+    const decision = await runStep(l, step, decisions);
+    if (decision === undefined) continue;
     decisions[i] = decision;
     if (step.op === "limit") expect(decision.lease !== undefined, `${vectorCase.name}, step ${i}: a lease iff allowed with a concurrency cap`).toBe(decision.allowed && concurrent);
     expect(plain(decision), `${vectorCase.name}, step ${i} (${step.op} ${JSON.stringify(step.key)} cost ${step.cost ?? 1} at ${step.at})`).toEqual(step.expect);

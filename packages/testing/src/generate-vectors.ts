@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type Decision, MemoryStore, RateLimiter } from "@sluice/core";
 import { T0 } from "./conformance-constants.js";
 import { ReferenceLimiter, plain } from "./reference.js";
-import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec } from "./vectors.js";
+import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec, runStep } from "./vectors.js";
 
 /** mulberry32: a tiny seeded PRNG, so the vectors do not depend on any library's generator. */
 function rng(seed: number) {
@@ -109,18 +109,8 @@ async function verifyWithMemory(c: VectorCase): Promise<void> {
   const decisions: Decision[] = [];
   for (const [i, s] of c.steps.entries()) {
     now = s.at;
-    if (s.op === "reset") {
-      await limiter.reset(s.key);
-      continue;
-    }
-    const decision =
-      s.op === "peek"
-        ? await limiter.peek(s.key)
-        : s.op === "refund"
-          ? await limiter.refund(s.key, { cost: s.cost ?? 1, decision: s.of === undefined ? undefined : decisions[s.of] })
-          : s.op === "release"
-            ? await limiter.release(s.key, decisions[s.of as number] as Decision)
-            : await limiter.limit(s.key, { cost: s.cost ?? 1 });
+    const decision = await runStep(limiter, s, decisions);
+    if (decision === undefined) continue;
     decisions[i] = decision;
     const got = plain(decision);
     if (JSON.stringify(got) !== JSON.stringify(s.expect)) {

@@ -4,7 +4,9 @@
  * reference models (cross-checked against `MemoryStore` before anything is written).
  */
 import {
+  type Decision,
   type Policy,
+  type RateLimiter,
   fixedWindow,
   leakyBucket,
   concurrency,
@@ -111,3 +113,23 @@ function policySpecWithoutBlock(): fc.Arbitrary<PolicySpec> {
   );
 }
 
+/**
+ * Runs one step of a recorded case against a limiter whose clock already reads `step.at`:
+ * `decisions` holds the earlier steps' decisions (a refund or a release names one by index).
+ * Answers the step's decision, or `undefined` for a reset.
+ */
+export async function runStep(limiter: RateLimiter, step: VectorStep, decisions: readonly Decision[]): Promise<Decision | undefined> {
+  switch (step.op) {
+    case "reset":
+      await limiter.reset(step.key);
+      return undefined;
+    case "peek":
+      return limiter.peek(step.key);
+    case "refund":
+      return limiter.refund(step.key, { cost: step.cost ?? 1, decision: step.of === undefined ? undefined : decisions[step.of] });
+    case "release":
+      return limiter.release(step.key, decisions[step.of as number] as Decision);
+    default:
+      return limiter.limit(step.key, { cost: step.cost ?? 1 });
+  }
+}
