@@ -59,7 +59,12 @@ describe("HTTP bench", () => {
       expect(r.p99Ms).toBeGreaterThan(0);
       expect(r.cpuUsPerRequest).toBeGreaterThan(0);
       expect(r.rpsVsBare.rounds).toBe(2);
-      expect(Object.keys(r.statusCodes)).toEqual([r.name === SLUICE_DENIED ? "429" : "200"]);
+      if (r.name === SLUICE_DENIED) {
+        // its first 100 requests pass: on a slow machine the warm-up may not have spent them all
+        expect(Object.keys(r.statusCodes).sort()).toEqual(expect.arrayContaining(["429"]));
+        expect(Object.keys(r.statusCodes).every((code) => code === "200" || code === "429")).toBe(true);
+        expect(r.statusCodes["200"] ?? 0).toBeLessThanOrEqual(100);
+      } else expect(Object.keys(r.statusCodes)).toEqual(["200"]);
     }
     const ietf = scenario?.rows[1];
     expect(ietf?.targets.map((t) => [t.against, t.op, t.bound])).toEqual([
