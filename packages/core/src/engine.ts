@@ -392,11 +392,17 @@ export function releaseAll(
   nowUs: number,
   lease: number,
 ): boolean {
+  return changesAny(layout, base, oBase, (policy, off, oOff) => releasePolicy(policy, num, off, obj, oOff, nowUs, lease));
+}
+
+/**
+ * Runs `change` on every policy of a key (at its offsets in the key's record); whether any changed.
+ * For refunds and releases, which are not on the per-decision path.
+ */
+function changesAny(layout: Layout, base: number, oBase: number, change: (policy: Policy, off: number, oOff: number) => boolean): boolean {
   let changed = false;
   for (let i = 0; i < layout.policies.length; i++) {
-    const off = base + (layout.numOffsets[i] as number);
-    const oOff = oBase + (layout.objOffsets[i] as number);
-    if (releasePolicy(layout.policies[i] as Policy, num, off, obj, oOff, nowUs, lease)) changed = true;
+    if (change(layout.policies[i] as Policy, base + (layout.numOffsets[i] as number), oBase + (layout.objOffsets[i] as number))) changed = true;
   }
   return changed;
 }
@@ -749,11 +755,5 @@ export function refundAll(
   cost: number,
   chargedAtUs: number,
 ): boolean {
-  let changed = false;
-  for (let i = 0; i < layout.policies.length; i++) {
-    const off = base + (layout.numOffsets[i] as number);
-    const oOff = oBase + (layout.objOffsets[i] as number);
-    if (refundPolicy(layout.policies[i] as Policy, num, off, obj, oOff, nowUs, cost, chargedAtUs)) changed = true;
-  }
-  return changed;
+  return changesAny(layout, base, oBase, (policy, off, oOff) => refundPolicy(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs));
 }
