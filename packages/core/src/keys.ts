@@ -27,6 +27,15 @@ const ESCAPES: Readonly<Record<string, string>> = { "%": "%25", ":": "%3A", "{":
 const escapeChar = (c: string): string => ESCAPES[c] as string;
 /** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/**
+ * Whether a string is free of lone surrogates: ES2024's `String.prototype.isWellFormed` where the
+ * runtime has it (Node.js 20, Bun, Deno, workerd: about half the time of the regular expression on
+ * every decision), else {@link LONE_SURROGATE}.
+ */
+const wellFormed: (s: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (s) => (s as string & { isWellFormed(): boolean }).isWellFormed()
+    : (s) => !LONE_SURROGATE.test(s);
 
 /** Escapes one part of a storage key (see the module comment). */
 export function encodeKeyPart(part: string): string {
@@ -84,7 +93,7 @@ export function assertKey(key: unknown): asserts key is string {
   if (key.length > MAX_KEY_LENGTH) {
     throw new SluiceInputError(`key must be at most ${MAX_KEY_LENGTH} characters; got ${key.length}`);
   }
-  if (LONE_SURROGATE.test(key)) {
+  if (!wellFormed(key)) {
     throw new SluiceInputError(
       `key must be a well-formed string: it contains a lone surrogate (stores carry UTF-8, which cannot encode it); got ${JSON.stringify(key)}`,
     );

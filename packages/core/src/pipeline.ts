@@ -324,8 +324,11 @@ export interface Pipeline<Args extends unknown[]> {
    * the end of the body only after the slot is free); a response without a body releases at once
    * (then it returns a promise). A failing release goes to the limiter's `onStoreFailure` (the slot
    * then frees when its lease expires). Without a lease nothing is wrapped.
+   *
+   * `headersWritten: true` skips the headers: for an adapter that has already put them where the
+   * response will be written (Hono on `@hono/node-server` sets them on Node's `ServerResponse`).
    */
-  finish(outcome: Outcome, response: Response): MaybePromise<Response>;
+  finish(outcome: Outcome, response: Response, headersWritten?: boolean): MaybePromise<Response>;
   /**
    * Frees the concurrency lease of `outcome`'s decision, if it holds one (`decision.lease`); never
    * rejects (a failing release goes to the limiter's `onStoreFailure`). For an adapter whose handler
@@ -532,11 +535,11 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     return ms > 0 ? sleep(ms) : NO_DELAY;
   }
 
-  function finish(outcome: Outcome, response: Response): MaybePromise<Response> {
+  function finish(outcome: Outcome, response: Response, headersWritten = false): MaybePromise<Response> {
     if (!isResponse(response)) {
       throw new TypeError(`[sluice] ${where}: the handler must return a Response; got ${describe(response)}`);
     }
-    const out = outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
+    const out = headersWritten || outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
     const { decision, key, limiter } = outcome;
     if (decision === undefined || key === undefined || limiter === undefined) return out;
     // a concurrency lease (only with a concurrency() limit): held until the response is produced

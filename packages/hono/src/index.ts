@@ -49,13 +49,51 @@ const platform: Platform<[c: Context]> = {
   },
 };
 
+/** What the middleware uses of Node's `ServerResponse` (or `Http2ServerResponse`). */
+interface NodeOutgoing {
+  readonly headersSent: boolean;
+  setHeader(name: string, value: string): unknown;
+}
+
+/**
+ * Puts the rate-limit headers where the response will be written; answers whether they went to
+ * Node's response (then `finish` is told so and does not add them again).
+ *
+ * On `@hono/node-server` (`c.env.outgoing`, Node's `ServerResponse`, head not yet sent) they are set
+ * there: Node merges them into the head when the response is written, and the handler's own
+ * headers of the same name win (`writeHead` takes precedence over `setHeader`). `c.header()` would
+ * instead make Hono build the response's headers as a Fetch `Headers` object (validated, sorted,
+ * then copied into a plain object for Node), which the HTTP benchmark's profile showed costing as
+ * much as the whole rest of the middleware. Anywhere else (Workers, Bun, Deno, `app.request()` in
+ * tests), `c.header()`: the headers are then on `c.res` as well.
+ */
+function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): boolean {
+  if (headers.length === 0) return false;
+  const env = c.env as { outgoing?: NodeOutgoing } | undefined;
+  const outgoing = typeof env === "object" && env !== null ? env.outgoing : undefined;
+  if (typeof outgoing === "object" && outgoing !== null && typeof outgoing.setHeader === "function" && outgoing.headersSent === false) {
+    for (let i = 0; i < headers.length; i++) {
+      const header = headers[i] as readonly [string, string];
+      outgoing.setHeader(header[0], header[1]);
+    }
+    return true;
+  }
+  for (let i = 0; i < headers.length; i++) {
+    const header = headers[i] as readonly [string, string];
+    c.header(header[0], header[1]);
+  }
+  return false;
+}
+
 /**
  * Rate Limiter Middleware for Hono.
  *
  * Each request is keyed (`key`, or the client address with `trust`), checked against the limiter
  * (or its tier's limits), and then either passed on — with `c.get("rateLimit")` set and the
  * rate-limit headers on the final response, whatever the handler returned (headers it sets
- * itself win) — or answered with the 429 (or `onLimited`'s response) without calling the handler.
+ * itself win; on `@hono/node-server` they are set on Node's response, so `c.res.headers` does not
+ * show them there: read `c.get("rateLimit")`) — or answered with the 429 (or `onLimited`'s
+ * response) without calling the handler.
  * A decision that asks to be shaped (`delayMs > 0`, a `leakyBucket` with a `queue`) waits
  * `delayMs` first. With a `concurrency()` limit, the request's lease is freed when the response
  * has been produced: when its body ends or is cancelled (a streamed `c.body(stream)` or
@@ -119,18 +157,15 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     if (decision === undefined) return next();
     c.set("rateLimit", decision);
     if (outcome.response !== undefined) return outcome.response;
-    // before next(): Hono builds the handler's response with them, and headers it sets win
-    const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i++) {
-      const header = headers[i] as [string, string];
-      c.header(header[0], header[1]);
-    }
+    // before next(), so that they are on the handler's response and headers it sets win: on Node's
+    // ServerResponse when there is one, else through Hono
+    const written = writeHeaders(c, outcome.headers);
     if (decision.delayMs > 0) await delay(outcome);
-    if (decision.lease !== undefined) return leased(outcome, c, next);
+    if (decision.lease !== undefined) return leased(outcome, c, next, written);
     await next();
     // a response built without them (new Response(...), immutable headers) gets them here; only
     // countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
-    const finished = finish(outcome, c.res);
+    const finished = finish(outcome, c.res, written);
     const response = finished instanceof Promise ? await finished : finished;
     if (response !== c.res) c.res = response;
   };
@@ -140,10 +175,10 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
    * when it ends (or frees it now when there is no body); if the handler or `finish` throws, it is
    * freed here.
    */
-  async function leased(outcome: Outcome, c: Context, next: Next): Promise<void> {
+  async function leased(outcome: Outcome, c: Context, next: Next, written: boolean): Promise<void> {
     try {
       await next();
-      const finished = finish(outcome, c.res);
+      const finished = finish(outcome, c.res, written);
       const response = finished instanceof Promise ? await finished : finished;
       if (response !== c.res) c.res = response;
     } catch (error) {
