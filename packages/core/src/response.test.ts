@@ -178,4 +178,23 @@ describe("the default 429", () => {
     expect(Object.fromEntries(response.headers)).toEqual({ ...Object.fromEntries(headers), "content-type": "application/problem+json" });
     expect(response.status).toBe(429);
   });
+
+  it("limitedResponse given a list of pairs: the same headers, its own content type winning over one in the list, the list unchanged", async () => {
+    const limiter = limiterAt(fixedWindow({ limit: 1, window: "1m" }));
+    await limiter.limit("k");
+    const decision = await limiter.limit("k");
+    const list: [string, string][] = [
+      ["RateLimit-Limit", "1"],
+      ["Retry-After", "18"],
+      ["Content-Type", "text/plain"],
+    ];
+    const response = limitedResponse(decision, list);
+    expect(Object.fromEntries(response.headers)).toEqual({ "ratelimit-limit": "1", "retry-after": "18", "content-type": "application/problem+json" });
+    expect(list).toEqual([
+      ["RateLimit-Limit", "1"],
+      ["Retry-After", "18"],
+      ["Content-Type", "text/plain"],
+    ]);
+    expect([response.status, (await response.json()).status]).toEqual([429, 429]);
+  });
 });

@@ -53,9 +53,23 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
  * ```
  */
 export function limitedResponse(decision: Decision, headers: ConstructorParameters<typeof Headers>[0]): Response {
+  const body = JSON.stringify(quotaExceededProblem(decision));
+  if (Array.isArray(headers)) {
+    // a list of pairs (what the pipeline passes): a plain record, which a server's lightweight
+    // response (@hono/node-server's) writes as it is, where a Headers object is validated, sorted
+    // and copied again (the deny path of the HTTP benchmark)
+    const record: Record<string, string> = {};
+    for (let i = 0; i < headers.length; i++) {
+      const pair = headers[i] as readonly [string, string];
+      const name = pair[0].toLowerCase();
+      if (name !== "content-type") record[name] = pair[1];
+    }
+    record["content-type"] = "application/problem+json";
+    return new Response(body, { status: 429, headers: record });
+  }
   const responseHeaders = new Headers(headers);
   responseHeaders.set("Content-Type", "application/problem+json");
-  return new Response(JSON.stringify(quotaExceededProblem(decision)), { status: 429, headers: responseHeaders });
+  return new Response(body, { status: 429, headers: responseHeaders });
 }
 
 /**
