@@ -391,35 +391,64 @@ export class RateLimiter {
    * const d = await limiter.limit("user:42", { cost: 5 });
    * ```
    */
-  async limit(key: string, options?: LimitOptions): Promise<Decision> {
-    assertKey(key);
-    const cost = costOf(options);
+  limit(key: string, options?: LimitOptions): Promise<Decision> {
+    // not an async function: a store that answers in place (MemoryStore) is decided without
+    // suspending, in one resolved promise (measured on the deny path: the async function's frame
+    // and its extra turn cost more than the decision itself)
+    let cost: number;
+    try {
+      assertKey(key);
+      cost = costOf(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const denials = this.#denials;
     let sentAt = 0;
     if (denials !== undefined) {
       // a denial the store gave for this key and a cost no larger, still running: no round trip
       const cached = denials.size === 0 ? undefined : denials.answer(key, cost);
-      if (cached !== undefined) return this.#marked(cached);
+      if (cached !== undefined) return Promise.resolve(this.#marked(cached));
       sentAt = denials.now();
     }
     // a lease id only when a concurrency policy needs one: the common path draws nothing
     const lease = this.#concurrent ? newLeaseId() : 0;
     let result: MaybePromise<StoreResult>;
-    let remote = false;
     try {
       result = lease === 0 ? this.#bound.consume(key, cost) : this.#bound.consume(key, cost, lease);
-      if (isThenable(result)) {
-        remote = true;
-        result = await this.#withTimeout(result);
-      }
     } catch (error) {
-      // store failures, timeouts and the fallback's answers are never cached
+      return this.#consumeFailed(error, key, cost, lease);
+    }
+    if (isThenable(result)) return this.#consumeRemote(result, key, cost, lease, sentAt);
+    return Promise.resolve(this.#consumed(result, key, cost, lease, false, sentAt));
+  }
+
+  /** `limit()` over a store that answers over the network: the answer, or the failure's decision. */
+  async #consumeRemote(pending: Promise<StoreResult>, key: string, cost: number, lease: number, sentAt: number): Promise<Decision> {
+    let result: StoreResult;
+    try {
+      result = await this.#withTimeout(pending);
+    } catch (error) {
+      return this.#consumeFailed(error, key, cost, lease);
+    }
+    return this.#consumed(result, key, cost, lease, true, sentAt);
+  }
+
+  /** The decision when the store failed (store failures, timeouts and the fallback's answers are never cached). */
+  #consumeFailed(error: unknown, key: string, cost: number, lease: number): Promise<Decision> {
+    try {
       const failed = this.#failed(error, (fallback) => fallback.consume(key, cost, lease) as StoreResult);
       // the fallback store holds the lease (onStoreError "allow" acquires none)
       if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") failed.lease = String(lease);
-      return this.#marked(failed);
+      return Promise.resolve(this.#marked(failed));
+    } catch (rethrown) {
+      return Promise.reject(rethrown);
     }
+  }
+
+  /** The decision of a store's answer: the charge recorded for refunds, the lease, a remote denial cached. */
+  #consumed(result: StoreResult, key: string, cost: number, lease: number, remote: boolean, sentAt: number): Decision {
     const decision = toDecision(result);
+    const denials = this.#denials;
     if (remote && denials !== undefined && !decision.allowed) {
       // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):
       // a denial it binds is not cached, or this process would refuse a key whose slots are free
