@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 157692a3f65eae3868d338951503fa0738f73887; below this header, the script byte for byte)
+-- (EVALSHA 74908b25ed3ebede1adcac5dbf11fee002e12931; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -25,14 +25,6 @@ end
 local now_ms = floor(now_us / 1000)
 local lease = 0
 if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end
--- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)
-local function answer(...)
-  local out = { now_ms }
-  for _, r in ipairs({ ... }) do
-    for j = 1, 7 do out[#out + 1] = r[j] or 0 end
-  end
-  return out
-end
 local stored = redis.call('HMGET', KEYS[1], "exports|cc", "per-hour|fw", '@expires')
 local expires_at = tonumber(stored[3])
 
@@ -50,6 +42,60 @@ if stored[1] then
   end
 end
 local cc1_new_leases
+
+-- fw2: fixedWindow "per-hour", limit 100 per 3600000 ms; stored: "window:count"
+local fw2_window, fw2_count
+if stored[2] then
+  local window, count = match(stored[2], '^(%d+):(%d+)$')
+  fw2_window, fw2_count = tonumber(window), tonumber(count)
+end
+local fw2_new_window, fw2_new_count
+
+-- consume, every policy allowing: decided, written and answered right here
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'x'
+if pass then -- cc1
+  pass = cost ~= math.huge and #cc1_expires < 2
+end
+if pass then -- fw2
+  local window = floor(now_ms / 3600000)
+  local count = 0
+  if fw2_window == window then count = fw2_count end
+  fw2_new_window = window
+  fw2_new_count = count + cost
+  pass = cost <= 100 - count
+end
+if pass then
+  do
+    local parts = {}
+    for j = 1, #cc1_expires do parts[j] = fmt('%.0f:%.0f', cc1_expires[j], cc1_ids[j]) end
+    parts[#parts + 1] = fmt('%.0f:%.0f', now_us + 30000000, lease)
+    cc1_new_leases = table.concat(parts, ',')
+  end
+  local expires = max(max(cc1_latest, now_us + 30000000), (fw2_new_window + 1) * 3600000000)
+  if expires_at and expires_at >= expires then
+    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count))
+  else
+    expires_at = expires + 1000000
+    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), '@expires', fmt('%.0f', expires_at))
+    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
+  end
+  local cc1_earliest = now_us + 30000000
+  for j = 1, #cc1_expires do
+    if cc1_expires[j] < cc1_earliest then cc1_earliest = cc1_expires[j] end
+  end
+  return { now_ms, 1, 2 - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), 0, 1, 100 - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000, 0 }
+end
+
+-- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables
+-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)
+local function answer(...)
+  local out = { now_ms }
+  for _, r in ipairs({ ... }) do
+    for j = 1, 7 do out[#out + 1] = r[j] or 0 end
+  end
+  return out
+end
+-- cc1
 local function cc1_decide(c)
   local n = #cc1_expires
   local earliest
@@ -65,14 +111,7 @@ local function cc1_decide(c)
   local wait = math.min(1000, ceil((earliest - now_us) / 1000))
   return 0, max(0, 2 - n), ceil(cc1_latest / 1000), wait, 0, now_ms + wait
 end
-
--- fw2: fixedWindow "per-hour", limit 100 per 3600000 ms; stored: "window:count"
-local fw2_window, fw2_count
-if stored[2] then
-  local window, count = match(stored[2], '^(%d+):(%d+)$')
-  fw2_window, fw2_count = tonumber(window), tonumber(count)
-end
-local fw2_new_window, fw2_new_count
+-- fw2
 local function fw2_decide(c)
   local window = floor(now_ms / 3600000)
   local count = 0
@@ -138,25 +177,9 @@ if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then
   return answer(peeked(cc1_decide), peeked(fw2_decide))
 end
 
+-- consume, some policy denying (the fast path answered every other consume)
 local cc1_result = { cc1_decide(cost) }
 local fw2_result = { fw2_decide(cost) }
-if cc1_result[1] == 1 and fw2_result[1] == 1 then
-  do
-    local parts = {}
-    for j = 1, #cc1_expires do parts[j] = fmt('%.0f:%.0f', cc1_expires[j], cc1_ids[j]) end
-    parts[#parts + 1] = fmt('%.0f:%.0f', now_us + 30000000, lease)
-    cc1_new_leases = table.concat(parts, ',')
-  end
-  local expires = max(max(cc1_latest, now_us + 30000000), (fw2_new_window + 1) * 3600000000)
-  if expires_at and expires_at >= expires then
-    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count))
-  else
-    expires_at = expires + 1000000
-    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), '@expires', fmt('%.0f', expires_at))
-    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
-  end
-  return answer(cc1_result, fw2_result)
-end
 -- denied: nothing was written; a policy that would have allowed reports its state unchanged
 if cc1_result[1] == 1 then
   local now = { cc1_decide(math.huge) }

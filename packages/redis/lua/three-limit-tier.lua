@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 2dbd2a43b2d069b7f9deeeac9b68804affb2cd70; below this header, the script byte for byte)
+-- (EVALSHA ff96c9f8e30c9f7c412eb5791127412b1630c759; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -23,6 +23,88 @@ else
   now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 local now_ms = floor(now_us / 1000)
+local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
+local expires_at = tonumber(stored[4])
+
+-- sw1: slidingWindow "per-minute", limit 100 per 60000 ms; stored: "window:previous:current"
+local sw1_window, sw1_previous, sw1_current
+if stored[1] then
+  local window, previous, current = match(stored[1], '^(%d+):(%d+):(%d+)$')
+  sw1_window, sw1_previous, sw1_current = tonumber(window), tonumber(previous), tonumber(current)
+end
+local sw1_new_window, sw1_new_previous, sw1_new_current
+
+-- fw2: fixedWindow "per-day", limit 10000 per 86400000 ms; stored: "window:count"
+local fw2_window, fw2_count
+if stored[2] then
+  local window, count = match(stored[2], '^(%d+):(%d+)$')
+  fw2_window, fw2_count = tonumber(window), tonumber(count)
+end
+local fw2_new_window, fw2_new_count
+
+-- tb3: tokenBucket "burst", capacity 20, one unit per 200000 µs; stored: the theoretical arrival time "tat" (µs)
+local tb3_tat = tonumber(stored[3])
+local tb3_new_tat
+
+-- consume, every policy allowing: decided, written and answered right here
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'
+if pass then -- sw1
+  local window = floor(now_ms / 60000)
+  local previous, current = 0, 0
+  if sw1_window == window then
+    previous = sw1_previous
+    current = sw1_current
+  elseif sw1_window == window - 1 then
+    previous = sw1_current
+  end
+  sw1_new_window, sw1_new_previous, sw1_new_current = window, previous, current + cost
+  pass = cost <= 100 - current and previous * (60000 - (now_ms - window * 60000)) <= (100 - current - cost) * 60000
+end
+if pass then -- fw2
+  local window = floor(now_ms / 86400000)
+  local count = 0
+  if fw2_window == window then count = fw2_count end
+  fw2_new_window = window
+  fw2_new_count = count + cost
+  pass = cost <= 10000 - count
+end
+if pass then -- tb3
+  local tat = tb3_tat
+  if tat == nil or tat < now_us then tat = now_us end
+  tb3_new_tat = tat + cost * 200000
+  pass = cost <= 20 and now_us - (tb3_new_tat - 4000000) >= 0
+end
+if pass then
+  local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
+  if expires_at and expires_at >= expires then
+    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat))
+  else
+    expires_at = expires + 1000000
+    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
+    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
+  end
+  local sw1_into = now_ms - sw1_new_window * 60000
+  local sw1_remaining = max(0, floor((6000000 - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
+  local sw1_refill_at = now_ms
+  if sw1_remaining < 100 then
+    local spare = 100 - sw1_new_current - (sw1_remaining + 1)
+    local slid = 0
+    if spare >= 0 and sw1_new_previous > 0 then slid = floor((spare * 60000) / sw1_new_previous) end
+    if slid > 0 then
+      sw1_refill_at = now_ms + (60000 - sw1_into - slid)
+    else
+      local retry = 60000 - sw1_into
+      if sw1_new_current > 0 then retry = retry + max(0, 60000 - floor(((100 - (sw1_remaining + 1)) * 60000) / sw1_new_current)) end
+      sw1_refill_at = now_ms + retry
+    end
+  end
+  local tb3_diff = now_us - (tb3_new_tat - 4000000)
+  local tb3_refill_at = now_ms
+  if tb3_diff < 4000000 then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / 200000) + 1) * 200000 - tb3_diff) / 1000) end
+  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0 }
+end
+
+-- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables
 -- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full
 local function next_unit_at(credit, full, step)
   if credit >= full then return now_ms end
@@ -36,16 +118,7 @@ local function answer(...)
   end
   return out
 end
-local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
-local expires_at = tonumber(stored[4])
-
--- sw1: slidingWindow "per-minute", limit 100 per 60000 ms; stored: "window:previous:current"
-local sw1_window, sw1_previous, sw1_current
-if stored[1] then
-  local window, previous, current = match(stored[1], '^(%d+):(%d+):(%d+)$')
-  sw1_window, sw1_previous, sw1_current = tonumber(window), tonumber(previous), tonumber(current)
-end
-local sw1_new_window, sw1_new_previous, sw1_new_current
+-- sw1
 -- the least wait (ms) after which c units pass with the state unchanged
 local function sw1_retry(into, previous, current, c)
   local spare = 100 - current - c
@@ -86,14 +159,7 @@ local function sw1_decide(c)
   if c > 100 then return 0, remaining, reset_at, -1, 0, refill_at end
   return 0, remaining, reset_at, sw1_retry(into, previous, current, c), 0, refill_at
 end
-
--- fw2: fixedWindow "per-day", limit 10000 per 86400000 ms; stored: "window:count"
-local fw2_window, fw2_count
-if stored[2] then
-  local window, count = match(stored[2], '^(%d+):(%d+)$')
-  fw2_window, fw2_count = tonumber(window), tonumber(count)
-end
-local fw2_new_window, fw2_new_count
+-- fw2
 local function fw2_decide(c)
   local window = floor(now_ms / 86400000)
   local count = 0
@@ -107,10 +173,7 @@ local function fw2_decide(c)
   if c <= 10000 then return 0, 10000 - count, reset_at, reset_at - now_ms, 0, reset_at end
   return 0, 10000 - count, reset_at, -1, 0, reset_at
 end
-
--- tb3: tokenBucket "burst", capacity 20, one unit per 200000 µs; stored: the theoretical arrival time "tat" (µs)
-local tb3_tat = tonumber(stored[3])
-local tb3_new_tat
+-- tb3
 local function tb3_decide(c)
   local tat = tb3_tat
   if tat == nil or tat < now_us then tat = now_us end
@@ -174,20 +237,10 @@ if ARGV[2] == 'p' or ARGV[2] == 'r' then
   return answer(peeked(sw1_decide), peeked(fw2_decide), peeked(tb3_decide))
 end
 
+-- consume, some policy denying (the fast path answered every other consume)
 local sw1_result = { sw1_decide(cost) }
 local fw2_result = { fw2_decide(cost) }
 local tb3_result = { tb3_decide(cost) }
-if sw1_result[1] == 1 and fw2_result[1] == 1 and tb3_result[1] == 1 then
-  local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
-  if expires_at and expires_at >= expires then
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat))
-  else
-    expires_at = expires + 1000000
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
-    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
-  end
-  return answer(sw1_result, fw2_result, tb3_result)
-end
 -- denied: nothing was written; a policy that would have allowed reports its state unchanged
 if sw1_result[1] == 1 then
   local now = { sw1_decide(math.huge) }

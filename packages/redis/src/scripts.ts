@@ -26,6 +26,20 @@
  * Local names in the generated Lua: each policy is `<kind code><position>` (`tb1`, `sw2`,
  * `fw3`...), and its locals say what they hold (`fw3_window`, `fw3_count`, `tb1_tat`).
  *
+ * Shape of a script, and why: a script runs inside Redis's single thread, so its cost is paid by
+ * every other client too. Most calls are a consume that every policy allows, so that case gets a
+ * fast path right after the reads: one `if pass then ... end` block per policy (flat, not nested,
+ * so each block's locals die with it: Lua allows 200 locals per function and a script may hold 12
+ * policies) deciding `decide(cost)`'s verdict inline, then one block that writes the state and
+ * returns the reply as a single table constructor. It creates no closure and no table but the
+ * reply; a `local function` costs an allocation per call, made or not, which is why the general
+ * code's closures (`<p>_decide`, `answer`, ...) are only defined below the fast path. Everything
+ * else (a denial, a peek, a refund, a release, a running penalty box) falls through to that
+ * general code, which decides from scratch with the `decide` functions: those and the fast path
+ * must agree (the conformance suite runs both; `<p>_decide` stays the readable statement of each
+ * algorithm). Only integers below 2^53 are computed, so the fast path's regrouped sums (`L -
+ * (count + c)` for `L - count - c`) are exact and give the same numbers.
+ *
  * @module
  */
 import { SluiceConfigError } from "@sluice/core";
@@ -68,6 +82,18 @@ interface Part {
   read: string;
   /** `local function <p>_decide(c)`: returns allowed, remaining, resetAt, retryAfterMs, delayMs, refillAt. */
   decide: string;
+  /**
+   * The consume fast path's test, run only while every earlier policy passed: `decide(cost)`'s
+   * verdict, inlined. Sets `pass` and the state to write (`<p>_new_*`, as `decide` does; when
+   * `pass` ends false nothing written here is used, the slow path decides again from scratch).
+   */
+  pass: string;
+  /**
+   * The fast path once every policy passed: statements computing what the reply needs, then
+   * `values`, the 7 reply numbers `decide(cost)` would have returned (allowed, so 1, ..., 0 blocked).
+   */
+  allowed: string;
+  values: string;
   /** Statements run before the HSET of an allowed request (empty if none). */
   prepare: string;
   /**
@@ -128,6 +154,25 @@ local ${p}_new_tat`,
   local credit = now_us - tat + ${int(BT)}
   return 0, max(0, floor(credit / ${int(T)})), ceil(tat / 1000), -1, 0, next_unit_at(credit, ${int(BT)}, ${int(T)})
 end`,
+        pass: `local tat = ${p}_tat
+if tat == nil or tat < now_us then tat = now_us end
+${p}_new_tat = tat + cost * ${int(T)}
+pass = cost <= ${int(policy.burst + policy.queue)} and now_us - (${p}_new_tat - ${int(BT)}) >= ${QT === 0 ? "0" : `-${int(QT)}`}`,
+        // next_unit_at(diff, BT, T), inlined
+        allowed: `local ${p}_diff = now_us - (${p}_new_tat - ${int(BT)})
+local ${p}_refill_at = now_ms
+if ${p}_diff < ${int(BT)} then ${p}_refill_at = now_ms + ceil(((floor(${p}_diff / ${int(T)}) + 1) * ${int(T)} - ${p}_diff) / 1000) end${
+          QT === 0
+            ? ""
+            : `
+-- within the queue: no unit left, served after a delay
+local ${p}_remaining, ${p}_delay = 0, 0
+if ${p}_diff >= 0 then ${p}_remaining = floor(${p}_diff / ${int(T)}) else ${p}_delay = ceil(-${p}_diff / 1000) end`
+        }`,
+        values:
+          QT === 0
+            ? `1, floor(${p}_diff / ${int(T)}), ceil(${p}_new_tat / 1000), 0, 0, ${p}_refill_at, 0`
+            : `1, ${p}_remaining, ceil(${p}_new_tat / 1000), 0, ${p}_delay, ${p}_refill_at, 0`,
         prepare: "",
         refund: `if ${p}_tat ~= nil and ${p}_tat > now_us then
   ${p}_tat = max(now_us, ${p}_tat - refund_cost * ${int(T)})
@@ -162,6 +207,14 @@ local ${p}_new_window, ${p}_new_count`,
   if c <= ${int(L)} then return 0, ${int(L)} - count, reset_at, reset_at - now_ms, 0, reset_at end
   return 0, ${int(L)} - count, reset_at, -1, 0, reset_at
 end`,
+        pass: `local window = floor(now_ms / ${int(W)})
+local count = 0
+if ${p}_window == window then count = ${p}_count end
+${p}_new_window = window
+${p}_new_count = count + cost
+pass = cost <= ${int(L)} - count`,
+        allowed: "",
+        values: `1, ${int(L)} - ${p}_new_count, (${p}_new_window + 1) * ${int(W)}, 0, 0, (${p}_new_window + 1) * ${int(W)}, 0`,
         prepare: "",
         refund: `if ${p}_window ~= nil and ${p}_window == floor(charged_window_ms / ${int(W)}) and ${p}_count > 0 then
   ${p}_count = max(0, ${p}_count - refund_cost)
@@ -223,6 +276,33 @@ local function ${p}_decide(c)
   if c > ${int(L)} then return 0, remaining, reset_at, -1, 0, refill_at end
   return 0, remaining, reset_at, ${p}_retry(into, previous, current, c), 0, refill_at
 end`,
+        pass: `local window = floor(now_ms / ${int(W)})
+local previous, current = 0, 0
+if ${p}_window == window then
+  previous = ${p}_previous
+  current = ${p}_current
+elseif ${p}_window == window - 1 then
+  previous = ${p}_current
+end
+${p}_new_window, ${p}_new_previous, ${p}_new_current = window, previous, current + cost
+pass = cost <= ${int(L)} - current and previous * (${int(W)} - (now_ms - window * ${int(W)})) <= (${int(L)} - current - cost) * ${int(W)}`,
+        // decide's allowed branch, with <p>_retry(into, previous, current + c, remaining + 1) inlined
+        allowed: `local ${p}_into = now_ms - ${p}_new_window * ${int(W)}
+local ${p}_remaining = max(0, floor((${int(L * W)} - ${p}_new_previous * (${int(W)} - ${p}_into)) / ${int(W)}) - ${p}_new_current)
+local ${p}_refill_at = now_ms
+if ${p}_remaining < ${int(L)} then
+  local spare = ${int(L)} - ${p}_new_current - (${p}_remaining + 1)
+  local slid = 0
+  if spare >= 0 and ${p}_new_previous > 0 then slid = floor((spare * ${int(W)}) / ${p}_new_previous) end
+  if slid > 0 then
+    ${p}_refill_at = now_ms + (${int(W)} - ${p}_into - slid)
+  else
+    local retry = ${int(W)} - ${p}_into
+    if ${p}_new_current > 0 then retry = retry + max(0, ${int(W)} - floor(((${int(L)} - (${p}_remaining + 1)) * ${int(W)}) / ${p}_new_current)) end
+    ${p}_refill_at = now_ms + retry
+  end
+end`,
+        values: `1, ${p}_remaining, (${p}_new_window + 2) * ${int(W)}, 0, 0, ${p}_refill_at, 0`,
         prepare: "",
         // the charge is in its window's current count, or in the previous count once the next window began
         refund: `if ${p}_window ~= nil then
@@ -260,7 +340,7 @@ if ${p}_log then
     ${p}_total = ${p}_total + ${p}_costs[n]
   end
 end
-local ${p}_first_live, ${p}_new_log`,
+local ${p}_first_live, ${p}_used, ${p}_new_log`,
         decide: `local function ${p}_decide(c)
   local times, costs = ${p}_times, ${p}_costs
   local n = #times
@@ -291,6 +371,20 @@ local ${p}_first_live, ${p}_new_log`,
   end
   return 0, ${int(L)} - used, reset_at, -1, 0, refill_at
 end`,
+        pass: `local times, costs = ${p}_times, ${p}_costs
+local n = #times
+local cutoff = now_us - ${int(Wus)}
+local used = ${p}_total
+local first = 1
+while first <= n and times[first] <= cutoff do
+  used = used - costs[first]
+  first = first + 1
+end
+${p}_first_live, ${p}_used = first, used
+pass = cost <= ${int(L)} - used`,
+        // the oldest entry in the window (none: now) sets when the quota next grows
+        allowed: `local ${p}_refill_at = now_ms + ceil(((${p}_times[${p}_first_live] or now_us) + ${int(Wus)} - now_us) / 1000)`,
+        values: `1, ${int(L)} - ${p}_used - cost, ceil((now_us + ${int(Wus)}) / 1000), 0, 0, ${p}_refill_at, 0`,
         // drop the entries that left the window; a request in the newest entry's microsecond merges into it
         prepare: `  do
     local n = #${p}_times
@@ -374,6 +468,13 @@ local ${p}_new_leases`,
   local wait = math.min(${int(CONCURRENCY_RETRY_MS)}, ceil((earliest - now_us) / 1000))
   return 0, max(0, ${int(L)} - n), ceil(${p}_latest / 1000), wait, 0, now_ms + wait
 end`,
+        pass: `pass = cost ~= math.huge and #${p}_expires < ${int(L)}`,
+        // the earliest expiry, the new lease's included
+        allowed: `local ${p}_earliest = now_us + ${int(leaseUs)}
+for j = 1, #${p}_expires do
+  if ${p}_expires[j] < ${p}_earliest then ${p}_earliest = ${p}_expires[j] end
+end`,
+        values: `1, ${int(L)} - #${p}_expires - 1, ceil(max(${p}_latest, now_us + ${int(leaseUs)}) / 1000), 0, 0, now_ms + math.min(${int(CONCURRENCY_RETRY_MS)}, ceil((${p}_earliest - now_us) / 1000)), 0`,
         prepare: `  do
     local parts = {}
     for j = 1, #${p}_expires do parts[j] = fmt('%.0f:%.0f', ${p}_expires[j], ${p}_ids[j]) end
@@ -431,6 +532,18 @@ export function decideScript(policies: readonly Policy[]): Script {
   const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
   const answer = (results: string[]) => `answer(${results.join(", ")})`;
   const concurrent = policies.some((policy) => policy.kind === "concurrency");
+  // the write of an allowed consume. The hash's TTL is pushed past the state's expiry with some
+  // slack, and only when the state would outlive it: a hot key is not sent a PEXPIRE on every request.
+  const write = [
+    `local expires = max(${parts.map((x) => x.expiresUs).join(", ")})`,
+    "if expires_at and expires_at >= expires then",
+    `  redis.call('HSET', KEYS[1], ${fields})`,
+    "else",
+    `  expires_at = expires + ${int(TTL_SLACK_US)}`,
+    `  redis.call('HSET', KEYS[1], ${fields}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+    "  redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
+    "end",
+  ];
   const lines = [
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}${policy.block === undefined ? "" : " with a penalty box"}`).join(", ")}`,
     "-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.",
@@ -451,6 +564,32 @@ export function decideScript(policies: readonly Policy[]): Script {
     "end",
     "local now_ms = floor(now_us / 1000)",
     ...(concurrent ? ["local lease = 0", "if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end"] : []),
+    `local stored = redis.call('HMGET', KEYS[1], ${[...policies.map((policy) => str(policyField(policy))), `'${EXPIRES_FIELD}'`, ...blocked.map((b) => str(b.field))].join(", ")})`,
+    `local expires_at = tonumber(stored[${policies.length + 1}])`,
+    ...blocked.flatMap((b, m) => [
+      `-- ${b.p}'s penalty box: "blocked until (µs):offences"`,
+      `local ${b.p}_block_until, ${b.p}_block_offences`,
+      "do",
+      `  local till, offences = match(stored[${policies.length + 2 + m}] or '', '^(%d+):(%d+)$')`,
+      `  ${b.p}_block_until, ${b.p}_block_offences = tonumber(till), tonumber(offences)`,
+      "end",
+    ]),
+    "",
+    ...parts.flatMap((x) => [x.describe, x.read, ""]),
+    // The fast path: a consume that every policy allows (most calls) runs as straight-line code,
+    // with no closure, no table but the reply, and nothing a denial alone would need. A denial,
+    // a peek, a refund, a release and a running penalty box fall through to the general code below.
+    "-- consume, every policy allowing: decided, written and answered right here",
+    `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
+    ...parts.flatMap((x, k) => [`if pass then -- ${names[k]}`, x.pass.replace(/^/gm, "  "), "end"]),
+    "if pass then",
+    ...parts.map((x) => x.prepare).filter((x) => x !== ""),
+    ...write.map((line) => `  ${line}`),
+    ...parts.map((x) => x.allowed.replace(/^/gm, "  ")).filter((x) => x.trim() !== ""),
+    `  return { now_ms, ${parts.map((x) => x.values).join(", ")} }`,
+    "end",
+    "",
+    "-- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables",
     ...(policies.some((policy) => policy.kind === "tokenBucket" || policy.kind === "leakyBucket")
       ? [
           "-- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full",
@@ -468,18 +607,8 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  end",
     "  return out",
     "end",
-    `local stored = redis.call('HMGET', KEYS[1], ${[...policies.map((policy) => str(policyField(policy))), `'${EXPIRES_FIELD}'`, ...blocked.map((b) => str(b.field))].join(", ")})`,
-    `local expires_at = tonumber(stored[${policies.length + 1}])`,
-    ...blocked.flatMap((b, m) => [
-      `-- ${b.p}'s penalty box: "blocked until (µs):offences"`,
-      `local ${b.p}_block_until, ${b.p}_block_offences`,
-      "do",
-      `  local till, offences = match(stored[${policies.length + 2 + m}] or '', '^(%d+):(%d+)$')`,
-      `  ${b.p}_block_until, ${b.p}_block_offences = tonumber(till), tonumber(offences)`,
-      "end",
-    ]),
+    ...parts.flatMap((x, k) => [`-- ${names[k]}`, x.decide]),
     "",
-    ...parts.flatMap((x) => [x.describe, x.read, x.decide, ""]),
     "if ARGV[2] == 'r' then",
     "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek",
     "  local refund_cost = cost",
@@ -534,21 +663,10 @@ export function decideScript(policies: readonly Policy[]): Script {
     `  return ${answer(names.map((p) => `peeked(${p}_decide)`))}`,
     "end",
     "",
+    // A consume gets here only when the fast path found a policy denying (these decide the same),
+    // so nothing is written but a penalty box.
+    "-- consume, some policy denying (the fast path answered every other consume)",
     ...names.map((p) => `local ${p}_result = { ${p}_decide(cost) }`),
-    `if ${names.map((p) => `${p}_result[1] == 1`).join(" and ")} then`,
-    ...parts.map((x) => x.prepare).filter((x) => x !== ""),
-    `  local expires = max(${parts.map((x) => x.expiresUs).join(", ")})`,
-    // The hash's TTL is pushed past the state's expiry with some slack, and only when the state
-    // would outlive it: a hot key is not sent a PEXPIRE on every request.
-    "  if expires_at and expires_at >= expires then",
-    `    redis.call('HSET', KEYS[1], ${fields})`,
-    "  else",
-    `    expires_at = expires + ${int(TTL_SLACK_US)}`,
-    `    redis.call('HSET', KEYS[1], ${fields}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
-    "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
-    "  end",
-    `  return ${answer(names.map((p) => `${p}_result`))}`,
-    "end",
   ];
   if (policies.length > 1) {
     // nothing was written; a policy that would have allowed reports its state unchanged
