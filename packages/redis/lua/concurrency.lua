@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 74908b25ed3ebede1adcac5dbf11fee002e12931; below this header, the script byte for byte)
+-- (EVALSHA 70cfcfd6c0e91b7b716296be0fbc9f3aa9f674b1; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -14,13 +14,13 @@
 -- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
-local cost = tonumber(ARGV[1])
+local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
 local now_us
 if ARGV[3] and ARGV[3] ~= '' then
   now_us = tonumber(ARGV[3])
 else
   local time = redis.call('TIME')
-  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  now_us = time[1] * 1000000 + time[2]
 end
 local now_ms = floor(now_us / 1000)
 local lease = 0
@@ -33,10 +33,10 @@ local cc1_expires, cc1_ids = {}, {}
 local cc1_latest = 0
 if stored[1] then
   for expires, id in gmatch(stored[1], '(%d+):(%d+)') do
-    local at = tonumber(expires)
+    local at = expires + 0
     if at > now_us then
       cc1_expires[#cc1_expires + 1] = at
-      cc1_ids[#cc1_ids + 1] = tonumber(id)
+      cc1_ids[#cc1_ids + 1] = id + 0
       if at > cc1_latest then cc1_latest = at end
     end
   end
@@ -47,7 +47,7 @@ local cc1_new_leases
 local fw2_window, fw2_count
 if stored[2] then
   local window, count = match(stored[2], '^(%d+):(%d+)$')
-  fw2_window, fw2_count = tonumber(window), tonumber(count)
+  if window then fw2_window, fw2_count = window + 0, count + 0 end
 end
 local fw2_new_window, fw2_new_count
 

@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA ff96c9f8e30c9f7c412eb5791127412b1630c759; below this header, the script byte for byte)
+-- (EVALSHA 3925d022b69978f87968ebdca26fc22e26fe9135; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -14,13 +14,13 @@
 -- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
-local cost = tonumber(ARGV[1])
+local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
 local now_us
 if ARGV[3] and ARGV[3] ~= '' then
   now_us = tonumber(ARGV[3])
 else
   local time = redis.call('TIME')
-  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  now_us = time[1] * 1000000 + time[2]
 end
 local now_ms = floor(now_us / 1000)
 local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
@@ -30,7 +30,7 @@ local expires_at = tonumber(stored[4])
 local sw1_window, sw1_previous, sw1_current
 if stored[1] then
   local window, previous, current = match(stored[1], '^(%d+):(%d+):(%d+)$')
-  sw1_window, sw1_previous, sw1_current = tonumber(window), tonumber(previous), tonumber(current)
+  if window then sw1_window, sw1_previous, sw1_current = window + 0, previous + 0, current + 0 end
 end
 local sw1_new_window, sw1_new_previous, sw1_new_current
 
@@ -38,7 +38,7 @@ local sw1_new_window, sw1_new_previous, sw1_new_current
 local fw2_window, fw2_count
 if stored[2] then
   local window, count = match(stored[2], '^(%d+):(%d+)$')
-  fw2_window, fw2_count = tonumber(window), tonumber(count)
+  if window then fw2_window, fw2_count = window + 0, count + 0 end
 end
 local fw2_new_window, fw2_new_count
 

@@ -11,7 +11,10 @@
  * keep them identical. No script flags (`#!lua flags=...`), so they run on stock Redis 6.2+ and on
  * Upstash alike. Every number is an integer below 2^53, written with `%.0f` (Lua's `tostring`
  * would round to 14 digits); results are integers only (Redis truncates Lua numbers), with -1
- * standing for "never" (`retryAfterMs: Infinity`).
+ * standing for "never" (`retryAfterMs: Infinity`). Digits a pattern captured (`%d+`) and `TIME`'s
+ * two fields become numbers by arithmetic (`window + 0`): the same conversion as `tonumber`, which
+ * in Lua 5.1 converts twice (it checks, then converts). A value that may not be digits (a whole
+ * field, an argument) still goes through `tonumber`, which answers nil where `+ 0` would raise.
  *
  * Layout in Redis: ONE hash per identifier, `KEYS[1]` = `{<storageKey>}` (see core's `storageKey`),
  * one field per policy (core's `policyField`, `<name>|<kind>`) holding `tat` (buckets),
@@ -191,7 +194,7 @@ end`,
         read: `local ${p}_window, ${p}_count
 if ${stored} then
   local window, count = match(${stored}, '^(%d+):(%d+)$')
-  ${p}_window, ${p}_count = tonumber(window), tonumber(count)
+  if window then ${p}_window, ${p}_count = window + 0, count + 0 end
 end
 local ${p}_new_window, ${p}_new_count`,
         decide: `local function ${p}_decide(c)
@@ -233,7 +236,7 @@ end`,
         read: `local ${p}_window, ${p}_previous, ${p}_current
 if ${stored} then
   local window, previous, current = match(${stored}, '^(%d+):(%d+):(%d+)$')
-  ${p}_window, ${p}_previous, ${p}_current = tonumber(window), tonumber(previous), tonumber(current)
+  if window then ${p}_window, ${p}_previous, ${p}_current = window + 0, previous + 0, current + 0 end
 end
 local ${p}_new_window, ${p}_new_previous, ${p}_new_current`,
         decide: `-- the least wait (ms) after which c units pass with the state unchanged
@@ -335,8 +338,8 @@ if ${p}_log then
   for offset, time, units in gmatch(${p}_log, '()(%d+):(%d+)') do
     n = n + 1
     ${p}_offsets[n] = offset
-    ${p}_times[n] = tonumber(time)
-    ${p}_costs[n] = tonumber(units)
+    ${p}_times[n] = time + 0
+    ${p}_costs[n] = units + 0
     ${p}_total = ${p}_total + ${p}_costs[n]
   end
 end
@@ -442,10 +445,10 @@ end`,
 local ${p}_latest = 0
 if ${stored} then
   for expires, id in gmatch(${stored}, '(%d+):(%d+)') do
-    local at = tonumber(expires)
+    local at = expires + 0
     if at > now_us then
       ${p}_expires[#${p}_expires + 1] = at
-      ${p}_ids[#${p}_ids + 1] = tonumber(id)
+      ${p}_ids[#${p}_ids + 1] = id + 0
       if at > ${p}_latest then ${p}_latest = at end
     end
   end
@@ -554,13 +557,14 @@ export function decideScript(policies: readonly Policy[]): Script {
     "-- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
-    "local cost = tonumber(ARGV[1])",
+    // the usual cost, 1, is recognized without a conversion (interned strings compare by pointer)
+    "local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])",
     "local now_us",
     "if ARGV[3] and ARGV[3] ~= '' then",
     "  now_us = tonumber(ARGV[3])",
     "else",
     "  local time = redis.call('TIME')",
-    "  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])",
+    "  now_us = time[1] * 1000000 + time[2]",
     "end",
     "local now_ms = floor(now_us / 1000)",
     ...(concurrent ? ["local lease = 0", "if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end"] : []),
@@ -571,7 +575,7 @@ export function decideScript(policies: readonly Policy[]): Script {
       `local ${b.p}_block_until, ${b.p}_block_offences`,
       "do",
       `  local till, offences = match(stored[${policies.length + 2 + m}] or '', '^(%d+):(%d+)$')`,
-      `  ${b.p}_block_until, ${b.p}_block_offences = tonumber(till), tonumber(offences)`,
+      `  if till then ${b.p}_block_until, ${b.p}_block_offences = till + 0, offences + 0 end`,
       "end",
     ]),
     "",
