@@ -581,8 +581,10 @@ export function decideScript(policies: readonly Policy[]): Script {
     "",
     ...parts.flatMap((x) => [x.describe, x.read, ""]),
     // The fast path: a consume that every policy allows (most calls) runs as straight-line code,
-    // with no closure, no table but the reply, and nothing a denial alone would need. A denial,
-    // a peek, a refund, a release and a running penalty box fall through to the general code below.
+    // with no closure, no table of its own but the reply, and nothing a denial alone would need. A
+    // denial, a peek, a refund, a release and a running penalty box fall through to the general
+    // code below. The modes are told apart exactly as there: without a concurrency cap there is no
+    // release mode, and 'x' is a consume.
     "-- consume, every policy allowing: decided, written and answered right here",
     `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
     ...parts.flatMap((x, k) => [`if pass then -- ${names[k]}`, x.pass.replace(/^/gm, "  "), "end"]),
