@@ -300,6 +300,18 @@ class StoreDecision implements Decision {
  * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
  * ```
  */
+let limitNowOf: (limiter: RateLimiter, key: string, options: LimitOptions | undefined) => Decision | Promise<Decision>;
+
+/**
+ * `limiter.limit(key, options)` without a promise when the store answers in place (MemoryStore):
+ * the decision itself; a promise when it answers over the network. Bad input throws synchronously.
+ * A subclass that overrides `limit()` is called through its `limit()`. Internal to the request
+ * pipeline, which then serves a request on an in-memory limiter without a microtask turn.
+ */
+export function limitNow(limiter: RateLimiter, key: string, options: LimitOptions | undefined): Decision | Promise<Decision> {
+  return limiter.limit === RateLimiter.prototype.limit ? limitNowOf(limiter, key, options) : limiter.limit(key, options);
+}
+
 export class RateLimiter {
   /** The policies, in order. */
   readonly policies: readonly Policy[];
@@ -395,19 +407,28 @@ export class RateLimiter {
     // not an async function: a store that answers in place (MemoryStore) is decided without
     // suspending, in one resolved promise (measured on the deny path: the async function's frame
     // and its extra turn cost more than the decision itself)
-    let cost: number;
     try {
-      assertKey(key);
-      cost = costOf(options);
+      const decision = this.#limitNow(key, options);
+      return decision instanceof Promise ? decision : Promise.resolve(decision);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * `limit()` without the promise when the store answers in place: the decision itself from
+   * MemoryStore, a promise from a store that answers over the network. Bad input throws
+   * synchronously. For the request pipeline (see {@link limitNow}).
+   */
+  #limitNow(key: string, options: LimitOptions | undefined): Decision | Promise<Decision> {
+    assertKey(key);
+    const cost = costOf(options);
     const denials = this.#denials;
     let sentAt = 0;
     if (denials !== undefined) {
       // a denial the store gave for this key and a cost no larger, still running: no round trip
       const cached = denials.size === 0 ? undefined : denials.answer(key, cost);
-      if (cached !== undefined) return Promise.resolve(this.#marked(cached));
+      if (cached !== undefined) return this.#marked(cached);
       sentAt = denials.now();
     }
     // a lease id only when a concurrency policy needs one: the common path draws nothing
@@ -419,7 +440,12 @@ export class RateLimiter {
       return this.#consumeFailed(error, key, cost, lease);
     }
     if (isThenable(result)) return this.#consumeRemote(result, key, cost, lease, sentAt);
-    return Promise.resolve(this.#consumed(result, key, cost, lease, false, sentAt));
+    return this.#consumed(result, key, cost, lease, false, sentAt);
+  }
+
+  static {
+    // the pipeline's way in to #limitNow (module-private: not part of the public API)
+    limitNowOf = (limiter, key, options) => limiter.#limitNow(key, options);
   }
 
   /** `limit()` over a store that answers over the network: the answer, or the failure's decision. */
@@ -433,16 +459,15 @@ export class RateLimiter {
     return this.#consumed(result, key, cost, lease, true, sentAt);
   }
 
-  /** The decision when the store failed (store failures, timeouts and the fallback's answers are never cached). */
-  #consumeFailed(error: unknown, key: string, cost: number, lease: number): Promise<Decision> {
-    try {
-      const failed = this.#failed(error, (fallback) => fallback.consume(key, cost, lease) as StoreResult);
-      // the fallback store holds the lease (onStoreError "allow" acquires none)
-      if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") failed.lease = String(lease);
-      return Promise.resolve(this.#marked(failed));
-    } catch (rethrown) {
-      return Promise.reject(rethrown);
-    }
+  /**
+   * The decision when the store failed (store failures, timeouts and the fallback's answers are
+   * never cached); throws what must not be turned into a decision (config and input errors).
+   */
+  #consumeFailed(error: unknown, key: string, cost: number, lease: number): Decision {
+    const failed = this.#failed(error, (fallback) => fallback.consume(key, cost, lease) as StoreResult);
+    // the fallback store holds the lease (onStoreError "allow" acquires none)
+    if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") failed.lease = String(lease);
+    return this.#marked(failed);
   }
 
   /** The decision of a store's answer: the charge recorded for refunds, the lease, a remote denial cached. */

@@ -299,3 +299,88 @@ describe("countWhen: only the requests that should count", () => {
     );
   });
 });
+
+describe("checkNow: the outcome in place when every step answers in place", () => {
+  const key = (request: Request) => request.headers.get("x-key") ?? "anonymous";
+  const plain = (outcome: Awaited<ReturnType<ReturnType<typeof createPipeline<Args>>["check"]>>) => ({
+    allowed: outcome.decision?.allowed,
+    remaining: outcome.decision?.remaining,
+    reason: outcome.decision?.reason,
+    headers: outcome.headers,
+    status: outcome.response?.status,
+  });
+
+  it("an in-memory limiter with a synchronous key: an Outcome, not a promise, deciding exactly as check() does", async () => {
+    const now = createPipeline<Args>({ limiter: limiterOf(3), key }, platform);
+    const later = createPipeline<Args>({ limiter: limiterOf(3), key }, platform);
+    const seen: unknown[] = [];
+    const expected: unknown[] = [];
+    for (let i = 0; i < 5; i++) {
+      const outcome = now.checkNow(...args({ "x-key": "alice" }));
+      expect(outcome).not.toBeInstanceOf(Promise);
+      expect("then" in outcome).toBe(false);
+      seen.push(plain(outcome as Awaited<typeof outcome>));
+      expected.push(plain(await later.check(...args({ "x-key": "alice" }))));
+    }
+    expect(seen).toEqual(expected);
+    expect(seen.map((o) => (o as { status?: number }).status)).toEqual([undefined, undefined, undefined, 429, 429]);
+    expect((seen[2] as { headers: unknown }).headers).toEqual([
+      ["RateLimit-Policy", '"3-per-1m";q=3;w=60'],
+      ["RateLimit", '"3-per-1m";r=0;t=18'],
+      ["X-RateLimit-Limit", "3"],
+      ["X-RateLimit-Remaining", "0"],
+      ["X-RateLimit-Reset", "1700000040"],
+    ]);
+  });
+
+  it("an asynchronous key, skip, cost or onLimited, or a store that answers over the network: a promise of the same outcome", async () => {
+    const memory = new MemoryStore({ clock: () => T0 });
+    const remote = {
+      bind(namespace: Parameters<MemoryStore["bind"]>[0]) {
+        const bound = memory.bind(namespace);
+        return { consume: async (k: string, c: number) => bound.consume(k, c), peek: async (k: string) => bound.peek(k), reset: async (k: string) => bound.reset(k) };
+      },
+    };
+    const variants: PipelineOptions<Args>[] = [
+      { limiter: limiterOf(1), key: async (request) => key(request) },
+      { limiter: limiterOf(1), key, skip: async () => false },
+      { limiter: limiterOf(1), key, cost: async () => 1 },
+      { limiter: new RateLimiter({ store: remote, limits: fixedWindow({ limit: 1, window: "1m" }) }), key },
+    ];
+    for (const options of variants) {
+      const pipeline = createPipeline<Args>(options, platform);
+      const first = pipeline.checkNow(...args({ "x-key": "bob" }));
+      expect(first).toBeInstanceOf(Promise);
+      expect((await first).decision?.allowed).toBe(true);
+      const second = await pipeline.checkNow(...args({ "x-key": "bob" }));
+      expect([second.decision?.allowed, second.response?.status]).toEqual([false, 429]);
+    }
+    const reported: string[] = [];
+    const limited = createPipeline<Args>(
+      { limiter: limiterOf(1), key, onLimited: async (request, _env, _ctx, decision) => (reported.push(decision.reason), new Response("no", { status: 503 })) },
+      platform,
+    );
+    expect("then" in limited.checkNow(...args())).toBe(false); // allowed: onLimited is not called
+    const denied = limited.checkNow(...args());
+    expect(denied).toBeInstanceOf(Promise);
+    expect([(await denied).response?.status, reported]).toEqual([503, ["limit"]]);
+  });
+
+  it("bad input: checkNow throws SluiceInputError at once, check() rejects with it, and nothing is consumed", async () => {
+    const limiter = limiterOf(3);
+    const pipeline = createPipeline<Args>({ limiter, key: () => "" }, platform);
+    expect(() => pipeline.checkNow(...args())).toThrow(/key must be a non-empty string/);
+    await expect(pipeline.check(...args())).rejects.toThrow(/key must be a non-empty string/);
+    const costly = createPipeline<Args>({ limiter, key: () => "k", cost: () => undefined as unknown as number }, platform);
+    expect(() => costly.checkNow(...args())).toThrow("cost must be a positive safe integer; got undefined");
+    expect((await limiter.peek("k")).remaining).toBe(3);
+  });
+
+  it("a RateLimiter subclass that overrides limit() is called through it", async () => {
+    const limiter = new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 2, window: "1m" }) });
+    const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, platform);
+    const call = args();
+    const outcome = await pipeline.checkNow(...call);
+    expect([outcome.decision?.remaining, limiter.pendings.length, call[2].waited.length]).toEqual([1, 1, 1]);
+  });
+});

@@ -149,26 +149,45 @@ function writeHeaders(c: Context, headers: readonly (readonly [string, string])[
  * ```
  */
 export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions<E>): MiddlewareHandler<E & { Variables: RateLimitVariables }> {
-  const { check, delay, finish, release } = createPipeline<[c: Context<E>]>(options, platform);
+  const { checkNow, delay, finish, release } = createPipeline<[c: Context<E>]>(options, platform);
+  // without countWhen, a response whose headers went to Node's response needs nothing after the
+  // handler: the middleware then hands Hono next()'s own promise and keeps no frame of its own
+  const finishes = options.countWhen !== undefined;
 
-  return async function rateLimiter(c, next) {
-    const outcome = await check(c as unknown as Context<E>);
+  return function rateLimiter(c, next) {
+    // an in-memory limiter with synchronous callbacks decides in place: no promise, no microtask turn
+    let checked: Outcome | Promise<Outcome>;
+    try {
+      checked = checkNow(c as unknown as Context<E>);
+    } catch (error) {
+      return Promise.reject(error); // a middleware answers with a promise, also when it fails
+    }
+    return "then" in checked ? checked.then((outcome) => proceed(outcome, c, next)) : proceed(checked, c, next);
+  };
+
+  function proceed(outcome: Outcome, c: Context, next: Next): Promise<Response | void> {
     const { decision } = outcome;
     if (decision === undefined) return next();
     c.set("rateLimit", decision);
-    if (outcome.response !== undefined) return outcome.response;
+    if (outcome.response !== undefined) return Promise.resolve(outcome.response);
     // before next(), so that they are on the handler's response and headers it sets win: on Node's
     // ServerResponse when there is one, else through Hono
     const written = writeHeaders(c, outcome.headers);
-    if (decision.delayMs > 0) await delay(outcome);
     if (decision.lease !== undefined) return leased(outcome, c, next, written);
+    if (written && !finishes && decision.delayMs <= 0) return next();
+    return served(outcome, c, next, written);
+  }
+
+  /** A request that waits `delayMs`, or whose response `finish` completes (headers, countWhen). */
+  async function served(outcome: Outcome, c: Context, next: Next, written: boolean): Promise<void> {
+    if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
     await next();
     // a response built without them (new Response(...), immutable headers) gets them here; only
     // countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
     const finished = finish(outcome, c.res, written);
     const response = finished instanceof Promise ? await finished : finished;
     if (response !== c.res) c.res = response;
-  };
+  }
 
   /**
    * A request that holds a concurrency lease: `finish` hands Hono a response whose body frees it
@@ -177,6 +196,7 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
    */
   async function leased(outcome: Outcome, c: Context, next: Next, written: boolean): Promise<void> {
     try {
+      if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
       await next();
       const finished = finish(outcome, c.res, written);
       const response = finished instanceof Promise ? await finished : finished;
