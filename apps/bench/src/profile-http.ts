@@ -1,0 +1,83 @@
+/**
+ * `pnpm --filter @sluice/bench profile:http [contender] [seconds]`: where one HTTP contender's
+ * server spends its CPU. Serves the contender's app (see `http-apps.ts`; default
+ * `"@sluice/hono, IETF headers"`) in a child process under `node --cpu-prof`, drives it with
+ * autocannon (10 connections, the same `x-api-key` on every request) for `seconds` (default 5)
+ * after a 1 s warm-up, and prints the server's CPU time per request and the functions with the
+ * most self time, in µs per request. The `.cpuprofile` stays in `apps/bench/.build/profiles/` for
+ * Chrome DevTools or speedscope.
+ *
+ * This is how the allowed path was profiled: it showed Hono's `c.header()` building every
+ * response's headers as a Fetch `Headers` object (undici's validation, sort and copy), which the
+ * Hono adapter now avoids on `@hono/node-server` by setting them on Node's `ServerResponse`.
+ *
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { BUILD_DIR, bundleEntry } from "./lib/bundle.js";
+import { HTTP_CONTENDERS, SLUICE_IETF } from "./http-apps.js";
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time per function (µs), summed over a profile's samples; idle time left out. */
+export function selfTimes(profile: CpuProfile): Map<string, number> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const node = byId.get(profile.samples[i] as number);
+    if (node === undefined || node.callFrame.functionName === "(idle)") continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const where = url === "" ? "" : ` ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
+    const name = `${functionName || "(anonymous)"}${where}`;
+    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
+  return self;
+}
+
+async function main(): Promise<void> {
+  const [name = SLUICE_IETF, secondsText = "5"] = process.argv.slice(2).filter((a) => a !== "--");
+  if (!(HTTP_CONTENDERS as readonly string[]).includes(name)) {
+    throw new Error(`unknown contender ${JSON.stringify(name)}; have ${HTTP_CONTENDERS.filter((c) => c !== "@sluice/hono + RedisStore, IETF headers").join(", ")}`);
+  }
+  const seconds = Number(secondsText);
+  const dir = fileURLToPath(new URL("profiles/", BUILD_DIR));
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const bundle = await bundleEntry(new URL("./http-server.ts", import.meta.url), "http-server");
+  const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${dir}`, bundle, name, "{}"], { stdio: ["pipe", "pipe", "inherit", "ipc"] });
+  const line: string = await new Promise((resolve) => createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", resolve));
+  const url = `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}/`;
+  const cpu = (): Promise<NodeJS.CpuUsage> =>
+    new Promise((resolve) => {
+      child.once("message", (m) => resolve((m as { cpu: NodeJS.CpuUsage }).cpu));
+      child.send("cpu");
+    });
+  const warm = await autocannon({ url, connections: 10, duration: 1, headers: { "x-api-key": "k" } });
+  const before = await cpu();
+  const result = await autocannon({ url, connections: 10, duration: seconds, headers: { "x-api-key": "k" } });
+  const after = await cpu();
+  child.stdin?.end();
+  await new Promise((resolve) => child.once("exit", resolve));
+  // the profile covers the warm-up too: per-request figures divide by every request served
+  const served = Math.max(1, warm.requests.total + result.requests.total);
+  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (file === undefined) throw new Error(`no .cpuprofile in ${dir}`);
+  const self = selfTimes(JSON.parse(readFileSync(`${dir}${file}`, "utf8")) as CpuProfile);
+  const measuredCpu = after.user - before.user + (after.system - before.system);
+  console.log(`${name}: ${Math.round(result.requests.average)} req/s; server CPU ${(measuredCpu / result.requests.total).toFixed(1)} µs/request (user + system, measured run)`);
+  console.log(`profile: ${dir}${file}\n\nself time, µs per request, top 25:`);
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  for (const [fn, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    console.log(`${(us / served).toFixed(2).padStart(8)}  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${fn}`);
+  }
+}
+
+await main();
