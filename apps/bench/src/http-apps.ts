@@ -6,7 +6,7 @@
  * |---|---|
  * | bare app | none |
  * | no-op async middleware | `async (c, next) => { await next(); }` |
- * | no-op + 2 static headers | the no-op plus two `c.header()` calls with constant values: what writing two headers costs in Hono itself |
+ * | no-op + 2 static headers | the no-op plus two `c.header()` calls with constant values: what writing two headers through Hono's `c.header()` costs (a Fetch `Headers` object per response; `@sluice/hono` sets its headers on Node's `ServerResponse` instead, see its README) |
  * | `@sluice/hono`, IETF headers | `rateLimiter({ limiter, key, headers: "ietf" })`, fixed window 1e9/min, memory store |
  * | `@sluice/hono`, IETF + legacy | the default headers `["ietf", "legacy"]` |
  * | `@sluice/hono`, headers off | `headers: false` |

@@ -187,7 +187,10 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "connections, every request carrying the same `x-api-key` (the limiters' key). On 2 cores the server and the load",
       "generator each get about one core, so req/s ratios include the load generator's own cost per response (it parses",
       "the extra header bytes too); the server's CPU time per request, read around each round, is beside them. Limits",
-      "never run out except in the \"most denied\" app (100 per hour, then 429s).",
+      "never run out except in the \"most denied\" app (100 per hour, then 429s). \"no-op + 2 static headers\" is what two",
+      "headers cost through Hono's `c.header()` (a Fetch `Headers` object per response); `@sluice/hono` sets its headers on",
+      "Node's `ServerResponse` instead (`c.env.outgoing`), so what it adds to the no-op is Node's own header handling and",
+      "the decision. `pnpm --filter @sluice/bench profile:http [app]` profiles one app's server.",
       "",
     );
     for (const s of run.http.scenarios) {
