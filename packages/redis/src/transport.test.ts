@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { RateLimiter, fixedWindow, slidingLog, tokenBucket, type Store } from "@sluice/core";
 import { type RedisServer, startRedisServer } from "@sluice/testing/redis-server";
 import { type UpstashBridge, startUpstashBridge } from "@sluice/testing/upstash-bridge";
@@ -27,23 +28,45 @@ afterAll(async () => {
 /**
  * Records the commands clients send while `fn` runs, through MONITOR (which tells a client's
  * commands from those a script runs: the latter come from "lua"). Returns command name → count.
+ *
+ * MONITOR is read from a plain socket, not an ioredis connection: ioredis's monitor mode can lose
+ * track of its command queue when MONITOR lines race its own reply ("Command queue state error"),
+ * which made this file fail now and then.
  */
 async function clientCommands(fn: () => Promise<void>, from: "client" | "lua" = "client"): Promise<Record<string, number>> {
-  const monitor = await admin.monitor();
+  const { port, hostname } = new URL(server.url);
+  const socket = connect(Number(port), hostname);
+  socket.setEncoding("utf8");
   const seen: string[] = [];
+  const token = `marker-${Math.random()}`;
+  let buffered = "";
   let marker: (() => void) | undefined;
   const markerSeen = new Promise<void>((resolve) => (marker = resolve));
-  const token = `marker-${Math.random()}`;
-  monitor.on("monitor", (_time: string, args: string[], source: string) => {
-    if (args[0]?.toLowerCase() === "echo" && args[1] === token) marker?.();
-    else if ((source === "lua") === (from === "lua")) seen.push(String(args[0]).toLowerCase());
+  let started: (() => void) | undefined;
+  const monitoring = new Promise<void>((resolve) => (started = resolve));
+  socket.on("data", (chunk: string) => {
+    buffered += chunk;
+    let end: number;
+    while ((end = buffered.indexOf("\r\n")) >= 0) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      if (line === "+OK") started?.();
+      // +1733222222.123456 [0 127.0.0.1:54321] "ECHO" "marker-…"   or   [0 lua] "hmget" …
+      const entry = /^\+\S+ \[\d+ ([^\]]+)\] (.*)$/.exec(line);
+      if (entry === null) continue;
+      const args = [...(entry[2] as string).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1] as string);
+      if (args[0]?.toLowerCase() === "echo" && args[1] === token) marker?.();
+      else if ((entry[1] === "lua") === (from === "lua")) seen.push(String(args[0]).toLowerCase());
+    }
   });
+  socket.write("MONITOR\r\n");
+  await monitoring;
   try {
     await fn();
     await admin.echo(token); // every command sent before the marker has been seen once it arrives
     await markerSeen;
   } finally {
-    monitor.disconnect();
+    socket.destroy();
   }
   const counts: Record<string, number> = {};
   for (const name of seen) counts[name] = (counts[name] ?? 0) + 1;
