@@ -46,8 +46,7 @@ describe("HTTP bench", () => {
     const report = await runHttpBench({
       connections: [2],
       rounds: 2,
-      roundSeconds: 0.2,
-      slices: 2,
+      roundSeconds: 0.3,
       warmupSeconds: 0.2,
       contenders: [SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER],
     });

@@ -9,12 +9,10 @@
  * load generator, autocannon, runs in this process. So the server and the load generator never
  * share an event loop, and on a 2-core machine each can have a core. Every round alternates the
  * bare app with each other app — bare, A, bare, B, bare, … — in short autocannon runs (the others'
- * order rotating by round), twice (two slices); an app's per-round ratio is its faster slice
- * against the fastest of the bare runs just before and after its slices, so both sides come from
- * the same moments and other work on the machine, which only ever slows a run down, touches the
- * figures least; a ratio is the median of the per-round ratios, with min–max, and is printed as
- * unstable when its spread exceeds ±10%. The server's own CPU time per request (user + system,
- * read over IPC around each run, outside it) is reported beside: with both cores busy, req/s goes as the inverse of
+ * order rotating by round), and an app's per-round ratio is its run against the mean of the bare
+ * runs just before and after it, so the load of that moment hits both; a ratio is the median of
+ * the per-round ratios, with min–max, and is printed as unstable when its spread exceeds ±10%. The server's own CPU time per request (user + system, read over IPC around
+ * each round, outside it) is reported beside: with both cores busy, req/s goes as the inverse of
  * the total CPU per request, and the server's part is what a middleware adds.
  *
  * @module
@@ -34,14 +32,8 @@ export interface HttpBenchOptions {
   connections: number[];
   /** Measured rounds per scenario (every contender runs once per round). */
   rounds: number;
-  /** Length of one autocannon run (one slice of a round), in seconds. */
+  /** Length of one autocannon run, in seconds. */
   roundSeconds: number;
-  /**
-   * Slices per round: each round runs bare, A, bare, B, … this many times, and an app's figure in
-   * the round is its fastest slice against the fastest bare run next to any of its slices.
-   * @default 1
-   */
-  slices?: number;
   /** Warm-up run per contender and scenario, in seconds. */
   warmupSeconds: number;
   /** Contenders (default: all of {@link HTTP_CONTENDERS}); the bare app is always measured. */
@@ -50,7 +42,7 @@ export interface HttpBenchOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 0.3, slices: 2, warmupSeconds: 0.6 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 1, warmupSeconds: 0.6 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;
@@ -152,8 +144,8 @@ function cannon(port: number, connections: number, seconds: number): Promise<{ r
     let latencies = new Float64Array(1 << 16);
     let n = 0;
     const instance = autocannon(
-      // sampleInt: autocannon stops at the first sample tick after `duration` (1 s by default, which
-      // made every run last a whole second); a 100 ms tick ends a 0.3 s run at about 0.3 s
+      // sampleInt: autocannon stops at the first sample tick after `duration`; with its default
+      // tick (1 s) a shorter run lasts a whole second anyway, so the tick is 100 ms
       { url: `http://127.0.0.1:${port}/`, connections, duration: seconds, sampleInt: 100, headers: { "x-api-key": "bench" } },
       (error, result) => (error ? reject(error) : resolve({ result, latencies: latencies.subarray(0, n) })),
     );
@@ -196,7 +188,18 @@ async function measure(server: Server, connections: number, seconds: number): Pr
   return { rps: total / r.duration, p99: percentile(latencies, 0.99), cpuUs: (after - before) / total, codes };
 }
 
+/** The mean of some runs' figures (status codes summed). */
+function averageRuns(list: readonly Run[]): Run {
+  const codes: Record<string, number> = {};
+  for (const r of list) for (const [code, n] of Object.entries(r.codes)) codes[code] = (codes[code] ?? 0) + n;
+  const avg = (f: (r: Run) => number) => list.reduce((sum, r) => sum + f(r), 0) / list.length;
+  return { rps: avg((r) => r.rps), p99: avg((r) => r.p99), cpuUs: avg((r) => r.cpuUs), codes };
+}
 
+/** The mean of two runs. */
+function meanRun(a: Run, b: Run): Run {
+  return averageRuns([a, b]);
+}
 
 /** Runs every contender in every scenario and returns every number. */
 export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTIONS): Promise<HttpBenchReport> {
@@ -218,42 +221,30 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
       servers.push([await startServer(bundle, name, options2), await startServer(bundle, name, options2)]);
     }
     for (const connections of options.connections) {
-      log(`HTTP: ${names.length} apps (2 processes each), ${connections} connections, ${options.rounds} rounds of ${options.slices ?? 1} × ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
+      log(`HTTP: ${names.length} apps (2 processes each), ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
       for (const pair of servers) for (const server of pair) await measure(server, connections, options.warmupSeconds);
       // each round: bare, A, bare, B, bare, … , bare — every app's figure is compared with the
       // bare app's runs just before and just after it (the others' order rotating by round)
       const runs: Run[][] = servers.map(() => []);
       const bareAround: Run[][] = servers.map(() => []);
-      const slices = Math.max(1, Math.floor(options.slices ?? 1));
       for (let round = 0; round < options.rounds; round++) {
         const at = (i: number) => (servers[i] as Server[])[round % 2] as Server;
         const bare = at(0);
-        // per app, this round: its fastest slice, and the fastest of the bare runs just before and
-        // just after any of its slices (other work on the machine only ever slows a run down)
-        const best: (Run | undefined)[] = servers.map(() => undefined);
-        const bestAround: (Run | undefined)[] = servers.map(() => undefined);
-        const faster = (a: Run | undefined, b: Run): Run => (a === undefined || b.rps > a.rps ? b : a);
         const roundBare: Run[] = [];
-        for (let slice = 0; slice < slices; slice++) {
-          let before = await measure(bare, connections, options.roundSeconds);
-          roundBare.push(before);
-          for (let k = 1; k < servers.length; k++) {
-            const i = 1 + ((round + slice + k - 1) % (servers.length - 1));
-            const run = await measure(at(i), connections, options.roundSeconds);
-            const after = await measure(bare, connections, options.roundSeconds);
-            roundBare.push(after);
-            best[i] = faster(best[i], run);
-            bestAround[i] = faster(faster(bestAround[i], before), after);
-            before = after;
-          }
+        let before = await measure(bare, connections, options.roundSeconds);
+        roundBare.push(before);
+        for (let k = 1; k < servers.length; k++) {
+          const i = 1 + ((round + k - 1) % (servers.length - 1));
+          const run = await measure(at(i), connections, options.roundSeconds);
+          const after = await measure(bare, connections, options.roundSeconds);
+          roundBare.push(after);
+          (runs[i] as Run[]).push(run);
+          (bareAround[i] as Run[]).push(meanRun(before, after));
+          before = after;
         }
-        for (let i = 1; i < servers.length; i++) {
-          (runs[i] as Run[]).push(best[i] as Run);
-          (bareAround[i] as Run[]).push(bestAround[i] as Run);
-        }
-        const bareBest = roundBare.reduce((a, b) => faster(a, b));
-        (runs[0] as Run[]).push(bareBest);
-        (bareAround[0] as Run[]).push(bareBest);
+        const bareMean = averageRuns(roundBare);
+        (runs[0] as Run[]).push(bareMean);
+        (bareAround[0] as Run[]).push(bareMean);
       }
       scenarios.push(scenarioReport(connections, names, runs, bareAround));
     }
@@ -331,7 +322,7 @@ export function formatHttpReport(report: HttpBenchReport): string {
     "# HTTP: a Hono app on @hono/node-server, autocannon on loopback",
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
-    `Each app in its own process; autocannon in the bench process. ${o.rounds} rounds of ${o.slices ?? 1} slices of ${o.roundSeconds} s per app and scenario (an app's figure in a round: its fastest slice),`,
+    `Each app in its own process; autocannon in the bench process. ${o.rounds} rounds of ${o.roundSeconds} s per app and scenario,`,
     "interleaved; ratios are medians of per-round ratios to the bare app (min–max); a spread beyond ±10% prints as unstable.",
     "",
   ];

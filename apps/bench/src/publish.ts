@@ -157,9 +157,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     "",
     "Written by `pnpm bench` (apps/bench); do not edit by hand. Figures are **ratios measured in the same run**: every",
     "comparison runs its contenders in alternating short rounds in one process (ABAB…, the starting contender rotating,",
-    "at least 7 rounds after a warm-up), and a ratio is the **median of the per-round ratios**, with their min–max. In",
-    "memory, Redis and the Durable Object each round runs every contender in a few alternating slices and takes its",
-    "fastest slice: other work on a shared machine only ever slows a slice down. A",
+    "at least 7 rounds after a warm-up), and a ratio is the **median of the per-round ratios**, with their min–max. A",
     `ratio whose rounds spread beyond ±${STABLE_SPREAD * 100}% of its median is printed as **unstable** and is not a figure to quote.`,
     "The previous run's value stands beside each ratio; ✓ marks a ratio stable in both runs and within ±10% of it.",
     "",
@@ -236,7 +234,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       `Sequential awaited decisions (\`await limiter.limit(key)\` in a loop). Each Sluice algorithm runs in its own Node`,
       `process beside ${RLF} \`RateLimiterMemory\`, a naive floor (an async \`Map\` of one integer) and the floor plus one`,
       "`Date.now()`; express-rate-limit's and hono-rate-limiter's `MemoryStore`s (fixed windows) run in the fixedWindow",
-      `process, \`limiter\` (a token bucket per key in a \`Map\`) in the tokenBucket one. ${mem.options.rounds} rounds of ~${mem.options.targetRoundMs} ms in ${mem.options.slices ?? 1} slices.`,
+      `process, \`limiter\` (a token bucket per key in a \`Map\`) in the tokenBucket one. ${mem.options.rounds} rounds of ~${mem.options.targetRoundMs} ms.`,
       "",
     );
     for (const s of mem.scenarios) {
@@ -283,7 +281,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "",
       `One private redis-server ${r.server.version} (no persistence) started by the run; ioredis, auto-pipelining off, one`,
       `connection per contender, ${r.options.inFlight} callers in flight each awaiting one decision at a time; ${r.options.rounds} interleaved rounds of`,
-      `~${r.options.targetRoundMs} ms in ${r.options.slices ?? 1} slices. The ceiling is a raw \`EVALSHA\` of a one-key \`INCR\` script. Quotas never run out.`,
+      `~${r.options.targetRoundMs} ms. The ceiling is a raw \`EVALSHA\` of a one-key \`INCR\` script. Quotas never run out.`,
       "",
     );
     for (const s of r.scenarios) {

@@ -44,11 +44,9 @@ export interface ThroughputOptions {
   /**
    * Slices per round: each round runs every contender in this many alternating slices (A B C A B
    * C …, the starting contender rotating), each of `opsPerRound / slices` operations, and a
-   * contender's round figure is its **fastest** slice. Other work on a shared machine only ever
-   * slows a slice down (it takes the CPU away for a while), so the fastest of several short
-   * slices is the figure least touched by it, while every slice still carries the contender's
-   * own garbage collection (scavenges come every few milliseconds at these rates). A forced GC
-   * precedes each round (not each slice).
+   * contender's round figure sums its slices. Contenders then share the machine's load within a
+   * round at a finer grain than one run each, which is what keeps per-round ratios steady on a
+   * machine that other work keeps busy. A forced GC precedes each round (not each slice).
    * @default 1
    */
   slices?: number;
@@ -121,9 +119,9 @@ async function warmUp(contender: Contender, options: ThroughputOptions): Promise
 
 /**
  * Measures every contender: warm-up and calibration first, then `rounds` rounds in which each
- * contender runs its fixed number of operations, in `slices` alternating slices; a round's figure
- * is the contender's fastest slice. The starting contender rotates every round and slice, so
- * machine noise is spread over all of them. A full GC (when exposed) precedes every round.
+ * contender runs its fixed number of operations, in `slices` alternating slices. The starting
+ * contender rotates every round and slice, so machine noise is spread over all of them. A full GC
+ * (when exposed) precedes every round.
  * Rejects if a contender allows a call it should deny or the reverse.
  */
 export async function measureThroughput(contenders: readonly Contender[], options: ThroughputOptions): Promise<ThroughputResult[]> {
@@ -133,16 +131,15 @@ export async function measureThroughput(contenders: readonly Contender[], option
   const sliceOps = opsPerRound.map((ops) => Math.max(1, Math.ceil(ops / slices)));
   const rounds: number[][] = contenders.map(() => []);
   for (let round = 0; round < options.rounds; round++) {
-    const fastest = contenders.map(() => Number.POSITIVE_INFINITY);
+    const elapsed = contenders.map(() => 0);
     collect();
     for (let slice = 0; slice < slices; slice++) {
       for (let k = 0; k < contenders.length; k++) {
         const i = (round + slice + k) % contenders.length;
-        const elapsedMs = await timed(contenders[i] as Contender, sliceOps[i] as number, "round");
-        if (elapsedMs < (fastest[i] as number)) fastest[i] = elapsedMs;
+        elapsed[i] = (elapsed[i] as number) + (await timed(contenders[i] as Contender, sliceOps[i] as number, "round"));
       }
     }
-    for (let i = 0; i < contenders.length; i++) (rounds[i] as number[]).push(((sliceOps[i] as number) * 1000) / Math.max(fastest[i] as number, 0.001));
+    for (let i = 0; i < contenders.length; i++) (rounds[i] as number[]).push(((sliceOps[i] as number) * slices * 1000) / (elapsed[i] as number));
   }
   return contenders.map((contender, i) => ({
     name: contender.name,
