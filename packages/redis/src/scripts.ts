@@ -116,6 +116,27 @@ interface Part {
   expiresUs: string;
 }
 
+/**
+ * A sliding log's scan of its entries (Lua, each line indented by `indent`): `first`, the first entry
+ * still in the window, and `used`, the units of the entries from there on. Shared by the decide
+ * function and the allowed fast path.
+ */
+function logWindow(p: string, Wus: number, indent: string): string {
+  return [
+    `local times, costs = ${p}_times, ${p}_costs`,
+    "local n = #times",
+    `local cutoff = now_us - ${int(Wus)}`,
+    `local used = ${p}_total`,
+    "local first = 1",
+    "while first <= n and times[first] <= cutoff do",
+    "  used = used - costs[first]",
+    "  first = first + 1",
+    "end",
+  ]
+    .map((line) => indent + line)
+    .join("\n");
+}
+
 function part(policy: Policy, i: number): Part {
   const p = `${KIND_CODE[policy.kind]}${i}`;
   const stored = `stored[${i}]`;
@@ -345,15 +366,7 @@ if ${p}_log then
 end
 local ${p}_first_live, ${p}_used, ${p}_new_log`,
         decide: `local function ${p}_decide(c)
-  local times, costs = ${p}_times, ${p}_costs
-  local n = #times
-  local cutoff = now_us - ${int(Wus)}
-  local used = ${p}_total
-  local first = 1
-  while first <= n and times[first] <= cutoff do
-    used = used - costs[first]
-    first = first + 1
-  end
+${logWindow(p, Wus, "  ")}
   -- the quota next grows when the oldest entry in the window leaves it
   local oldest = now_us
   if first <= n then oldest = times[first] end
@@ -374,15 +387,7 @@ local ${p}_first_live, ${p}_used, ${p}_new_log`,
   end
   return 0, ${int(L)} - used, reset_at, -1, 0, refill_at
 end`,
-        pass: `local times, costs = ${p}_times, ${p}_costs
-local n = #times
-local cutoff = now_us - ${int(Wus)}
-local used = ${p}_total
-local first = 1
-while first <= n and times[first] <= cutoff do
-  used = used - costs[first]
-  first = first + 1
-end
+        pass: `${logWindow(p, Wus, "")}
 ${p}_first_live, ${p}_used = first, used
 pass = cost <= ${int(L)} - used`,
         // the oldest entry in the window (none: now) sets when the quota next grows
