@@ -56,8 +56,9 @@ interface NodeOutgoing {
 }
 
 /**
- * Puts the rate-limit headers where the response will be written; answers whether they went to
- * Node's response (then `finish` is told so and does not add them again).
+ * Puts the rate-limit headers where the response will be written; answers whether nothing is left
+ * to add to the handler's response afterwards (they went to Node's response, or there are none):
+ * `finish` is then told so.
  *
  * On `@hono/node-server` (`c.env.outgoing`, Node's `ServerResponse`, head not yet sent) they are set
  * there: Node merges them into the head when the response is written, and the handler's own
@@ -68,7 +69,7 @@ interface NodeOutgoing {
  * tests), `c.header()`: the headers are then on `c.res` as well.
  */
 function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): boolean {
-  if (headers.length === 0) return false;
+  if (headers.length === 0) return true;
   const env = c.env as { outgoing?: NodeOutgoing } | undefined;
   const outgoing = typeof env === "object" && env !== null ? env.outgoing : undefined;
   if (typeof outgoing === "object" && outgoing !== null && typeof outgoing.setHeader === "function" && outgoing.headersSent === false) {
