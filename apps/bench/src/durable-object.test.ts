@@ -34,7 +34,10 @@ describe("Durable Object bench", () => {
     expect(figs.map((f) => f.id)).toEqual(report.scenarios.map((s) => `durable-object / ${s.title} / ${SLUICE} / ${CEILING}`));
     // compared with itself, every stable figure agrees; an unstable one never does
     const again = compare(figs, figs);
-    for (const f of again) expect(f.agrees).toBe(f.stat.stable);
+    for (const f of again) {
+      expect(f.agrees).toBe(f.stat.stable);
+      expect(f.reproduced).toBe(f.stat.stable ? true : undefined);
+    }
     const md = benchmarksMarkdown(run, again, "the previous date");
     expect(md).toContain("## Durable Object: decisions per second in workerd (Miniflare)");
     expect(md).toContain("Reproduce: `pnpm bench`");

@@ -49,6 +49,12 @@ export interface ComparedFigure extends Figure {
   readonly previous?: RatioStat;
   /** Both runs stable and within ±10% of each other. */
   readonly agrees: boolean;
+  /**
+   * Stable in at least one of the two runs, and the two medians within ±10% of each other: what
+   * a reader who reruns the bench gets for a figure one run printed as stable. `undefined` when
+   * neither run printed it as stable (or there is no previous run).
+   */
+  readonly reproduced?: boolean;
 }
 
 function fig(section: Figure["section"], scenario: string, contender: string, against: string, stat: RatioStat, headline: boolean, t?: Target): Figure {
@@ -121,7 +127,13 @@ export function compare(current: readonly Figure[], previous: readonly Figure[] 
   const before = new Map((previous ?? []).map((f) => [f.id, f.stat]));
   return current.map((f) => {
     const prev = before.get(f.id);
-    return { ...f, ...(prev ? { previous: prev } : {}), agrees: agrees(prev, f.stat) };
+    const either = prev !== undefined && (prev.stable || f.stat.stable);
+    return {
+      ...f,
+      ...(prev ? { previous: prev } : {}),
+      agrees: agrees(prev, f.stat),
+      ...(either ? { reproduced: Math.abs(f.stat.median / prev.median - 1) <= STABLE_SPREAD } : {}),
+    };
   });
 }
 
@@ -139,6 +151,10 @@ function verdictCell(t: Target | undefined, stat: RatioStat): string {
   return `${status} (${sym} ${t.bound}×)`;
 }
 
+function medianText(s: RatioStat): string {
+  return `${s.median.toFixed(s.median >= 10 ? 0 : 2)}×`;
+}
+
 function prevCell(f: ComparedFigure | undefined): string {
   if (f === undefined || f.previous === undefined) return "–";
   return `${formatStat(f.previous)}${f.agrees ? " ✓" : ""}`;
@@ -152,6 +168,8 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
   const stable = figs.filter((f) => f.stat.stable);
   const agreeing = figs.filter((f) => f.agrees);
   const compared = figs.filter((f) => f.previous !== undefined && f.previous.stable && f.stat.stable);
+  const either = figs.filter((f) => f.reproduced !== undefined);
+  const notReproduced = either.filter((f) => f.reproduced === false);
   const out: string[] = [
     "# Benchmarks",
     "",
@@ -173,7 +191,11 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       .join("; ")}.`,
     `- Reproduce: \`${run.command}\` from a clone, after \`pnpm install\`, with \`redis-server\` on the PATH (the bench starts its own on a free port and never touches another Redis). \`pnpm -s bench --json\` prints every figure as JSON.`,
     `- Stability: ${stable.length} of ${figs.length} ratios stable in this run; ${
-      previousDate === undefined ? "no previous run to compare with" : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10%`
+      previousDate === undefined
+        ? "no previous run to compare with"
+        : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10% (✓); of the ${either.length} stable in either run, ${
+            either.length - notReproduced.length
+          } came out within ±10% of the other run's median${notReproduced.length === 0 ? "" : ` and ${notReproduced.length} did not: ${notReproduced.map((f) => `${f.id} (${formatStat(f.previous as RatioStat)} then ${formatStat(f.stat)}, medians ${medianText(f.previous as RatioStat)} then ${medianText(f.stat)})`).join("; ")}`}`
     }.`,
     "",
   ];
@@ -281,7 +303,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "",
       `One private redis-server ${r.server.version} (no persistence) started by the run; ioredis, auto-pipelining off, one`,
       `connection per contender, ${r.options.inFlight} callers in flight each awaiting one decision at a time; ${r.options.rounds} interleaved rounds of`,
-      `~${r.options.targetRoundMs} ms. The ceiling is a raw \`EVALSHA\` of a one-key \`INCR\` script. Quotas never run out.`,
+      `~${r.options.targetRoundMs} ms in each of ${r.options.processes ?? 1} child process(es) in turn, their rounds pooled. The ceiling is a raw \`EVALSHA\` of a one-key \`INCR\` script. Quotas never run out.`,
       "",
     );
     for (const s of r.scenarios) {

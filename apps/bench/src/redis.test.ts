@@ -18,7 +18,7 @@ import {
   UPSTASH_RL_SLIDING,
   UPSTASH_SLUICE_TIER,
 } from "./redis-contenders.js";
-import { TARGETS, formatRedisReport, runRedisBench } from "./redis.js";
+import { TARGETS, formatRedisReport, poolProcesses, runRedisBench } from "./redis.js";
 
 describe("harness hooks and targets", () => {
   it("calls beforeRun/afterRun around every run, outside the timing, with the phase", async () => {
@@ -54,6 +54,28 @@ describe("harness hooks and targets", () => {
   });
 });
 
+describe("poolProcesses", () => {
+  it("concatenates each contender's rounds and round profiles in process order, keeping rounds paired", () => {
+    const profile = (n: number) => ({ n }) as never;
+    const one = (a: number[], b: number[], pa: number) => ({
+      keys: 1,
+      inFlight: 5,
+      results: [
+        { name: "A", opsPerRound: 10, roundOpsPerSec: a, opsPerSec: 0 },
+        { name: "B", opsPerRound: 20, roundOpsPerSec: b, opsPerSec: 0 },
+      ],
+      profiles: [[profile(pa)], [profile(pa + 1)]],
+    });
+    const [pooled] = poolProcesses([[one([1, 2], [10, 20], 0)], [one([3, 9], [30, 90], 5)]]);
+    expect(pooled?.results).toEqual([
+      { name: "A", opsPerRound: 10, roundOpsPerSec: [1, 2, 3, 9], opsPerSec: 2.5 },
+      { name: "B", opsPerRound: 20, roundOpsPerSec: [10, 20, 30, 90], opsPerSec: 25 },
+    ]);
+    expect(pooled?.profiles).toEqual([[profile(0), profile(5)], [profile(1), profile(6)]]);
+    expect(poolProcesses([])).toEqual([]);
+  });
+});
+
 describe("redis bench", () => {
   it("starts its own redis-server, measures every contender, reports every figure with its target, and stops the server", async () => {
     const report = await runRedisBench({
@@ -64,6 +86,7 @@ describe("redis bench", () => {
       opsPerRound: 40,
       inFlight: 5,
       keyCounts: [1, 50],
+      processes: 2,
       upstash: { sequentialDecisions: 6, concurrentDecisions: 60, concurrentCallers: 20, keyCount: 50, contenders: [UPSTASH_SLUICE_TIER, UPSTASH_RL_SLIDING] },
     });
     expect(await pingRedis(report.server.port)).toBe(false);
@@ -76,8 +99,10 @@ describe("redis bench", () => {
     for (const s of report.scenarios) {
       expect(s.rows.map((r) => r.name)).toEqual([...TCP_CONTENDERS]);
       for (const r of s.rows) {
-        expect(r.run.roundOpsPerSec).toHaveLength(2);
-        expect(r.rounds).toHaveLength(2);
+        // two processes of two rounds each, pooled
+        expect(r.run.roundOpsPerSec).toHaveLength(4);
+        expect(r.rounds).toHaveLength(4);
+        expect(r.stats.vsCeiling.rounds).toBe(4);
         expect(Number.isFinite(r.opsPerSec) && r.opsPerSec > 0).toBe(true);
         for (const figure of [r.vsCeiling, r.vsRlf, r.profile.nodeCpuUs, r.profile.redisCpuUs, r.profile.evalshaUs]) {
           expect(Number.isFinite(figure) && figure >= 0).toBe(true);

@@ -54,6 +54,14 @@ export interface RedisBenchOptions extends ThroughputOptions {
   contenders?: string[];
   /** The UpstashStore figures. */
   upstash: UpstashOptions;
+  /**
+   * Child processes that measure the TCP contenders, one after the other, each running every
+   * round; their rounds are pooled (the first process's, then the next one's). What differs between
+   * two processes of the same code (how V8 compiled the client, where its objects landed) then
+   * shows in a ratio's spread instead of only between two runs.
+   * @default 1
+   */
+  processes?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -61,8 +69,9 @@ export interface RedisBenchOptions extends ThroughputOptions {
 export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
   rounds: 7,
   warmupMs: 400,
-  targetRoundMs: 400,
+  targetRoundMs: 250,
   slices: 4,
+  processes: 2,
   inFlight: 50,
   keyCounts: [1, 10_000],
   upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
@@ -176,6 +185,28 @@ function scenarioReport(m: TcpScenarioMeasurement): RedisScenario {
   return { keys: m.keys, inFlight: m.inFlight, rows };
 }
 
+/**
+ * One measurement per scenario from several processes' measurements of the same scenarios: each
+ * contender's rounds (and round profiles) concatenated in process order, its decisions/s the median
+ * of them all. Every process runs the same rounds for every contender, so round `i` of two
+ * contenders still pairs up.
+ */
+export function poolProcesses(perProcess: readonly TcpScenarioMeasurement[][]): TcpScenarioMeasurement[] {
+  const [first, ...rest] = perProcess;
+  if (first === undefined) return [];
+  return first.map((scenario, s) => {
+    const others = rest.map((p) => p[s] as TcpScenarioMeasurement);
+    return {
+      ...scenario,
+      results: scenario.results.map((result, i) => {
+        const roundOpsPerSec = [result, ...others.map((o) => o.results[i] as ThroughputResult)].flatMap((r) => r.roundOpsPerSec);
+        return { ...result, roundOpsPerSec, opsPerSec: median(roundOpsPerSec) };
+      }),
+      profiles: scenario.profiles.map((rounds, i) => [...rounds, ...others.flatMap((o) => o.profiles[i] ?? [])]),
+    };
+  });
+}
+
 function keysTitle(keys: number): string {
   return keys === 1 ? "1 key" : `${keys.toLocaleString("en-US")} keys`;
 }
@@ -216,8 +247,15 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
       keyCounts: options.keyCounts,
       ...(options.contenders !== undefined ? { contenders: options.contenders } : {}),
     };
-    log(`TCP: ${(options.contenders ?? TCP_CONTENDERS).join(", ")}; ${options.inFlight} in flight; keys ${options.keyCounts.join(", ")}; one child process (load ${loadAvgNow()}) ...`);
-    measured = await runInChild<TcpScenarioMeasurement[]>(CONTENDERS_URL, "measureTcp", [server.url, tcp]);
+    const processes = Math.max(1, Math.floor(options.processes ?? 1));
+    const perProcess: TcpScenarioMeasurement[][] = [];
+    for (let p = 0; p < processes; p++) {
+      log(
+        `TCP: ${(options.contenders ?? TCP_CONTENDERS).join(", ")}; ${options.inFlight} in flight; keys ${options.keyCounts.join(", ")}; child process ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`,
+      );
+      perProcess.push(await runInChild<TcpScenarioMeasurement[]>(CONTENDERS_URL, "measureTcp", [server.url, tcp]));
+    }
+    measured = poolProcesses(perProcess);
     log(`Upstash: UpstashStore through the bridge, in a child process (load ${loadAvgNow()}) ...`);
     upstash = await runInChild<UpstashMeasurement[]>(CONTENDERS_URL, "measureUpstash", [server.url, options.upstash]);
   } finally {
@@ -273,8 +311,8 @@ export function formatRedisReport(report: RedisBenchReport): string {
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
     `One private redis-server ${report.server.version} (no persistence) started by the run. TCP contenders: ioredis, auto-pipelining off,`,
-    `one connection each, ${o.inFlight} callers in flight each awaiting one decision at a time; all in one Node process, interleaved over`,
-    `${o.rounds} rounds of ~${o.targetRoundMs} ms each. decisions/s is the median round; ratios the median of per-round ratios.`,
+    `one connection each, ${o.inFlight} callers in flight each awaiting one decision at a time; in one Node process at a time (${o.processes ?? 1} in turn, rounds pooled), interleaved over`,
+    `${o.rounds} rounds of ~${o.targetRoundMs} ms each in each process. decisions/s is the median round; ratios the median of per-round ratios.`,
     `Ceiling: EVALSHA of \`${CEILING_SCRIPT}\`. Sluice: RedisStore, tokenBucket or slidingWindow alone, or the tier`,
     "tokenBucket + slidingWindow (1 min) + fixedWindow (1 day); quotas that never deny.",
     "",

@@ -1,0 +1,46 @@
+/**
+ * What `pnpm bench` says about two consecutive runs: ✓ for a ratio stable in both and within ±10%,
+ * and, in the Stability line, every ratio that either run printed as stable but the other run did
+ * not reproduce within ±10%.
+ */
+import { describe, expect, it } from "vitest";
+import { type BenchRun, type Figure, benchmarksMarkdown, compare } from "./publish.js";
+import { machineInfo } from "./lib/report.js";
+import { ratioStat } from "./lib/stats.js";
+
+function figure(contender: string, rounds: number[]): Figure {
+  return { id: `memory / 1 hot key / ${contender} / rate-limiter-flexible`, section: "memory", scenario: "1 hot key", contender, against: "rate-limiter-flexible", stat: ratioStat(rounds), headline: false };
+}
+
+describe("compare", () => {
+  const previous = [
+    figure("steady", [1, 1.02, 0.98]), // stable 1.00×
+    figure("moved", [1, 1.02, 0.98]), // stable 1.00×, then 1.20×
+    figure("now stable", [0.7, 1, 1.3]), // unstable around 1.00×, then stable 1.05×
+    figure("never", [0.7, 1, 1.3]), // unstable in both
+  ];
+  const current = [figure("steady", [1.05, 1.06, 1.04]), figure("moved", [1.2, 1.21, 1.19]), figure("now stable", [1.05, 1.06, 1.04]), figure("never", [0.5, 1, 1.5])];
+
+  it("marks agreement (stable in both, within ±10%) and reproduction (stable in either, medians within ±10%)", () => {
+    const figs = compare(current, previous);
+    expect(figs.map((f) => [f.contender, f.agrees, f.reproduced])).toEqual([
+      ["steady", true, true],
+      ["moved", false, false],
+      ["now stable", false, true],
+      ["never", false, undefined],
+    ]);
+    // no previous run: nothing to agree with
+    expect(compare(current, undefined).map((f) => [f.agrees, f.reproduced])).toEqual(current.map(() => [false, undefined]));
+  });
+
+  it("names every stable ratio the other run did not reproduce in the Stability line", () => {
+    const machine = { ...machineInfo(), loadAvgEnd: 0 };
+    const run = { date: "2026-01-02T00:00:00.000Z", command: "pnpm bench", machine, durationS: 1 } as BenchRun;
+    const md = benchmarksMarkdown(run, compare(current, previous), "2026-01-01T00:00:00.000Z");
+    expect(md).toContain(
+      "- Stability: 3 of 4 ratios stable in this run; 1 of the 2 stable in both this run and the previous one (2026-01-01T00:00:00.000Z) agree within ±10% (✓); " +
+        "of the 3 stable in either run, 2 came out within ±10% of the other run's median and 1 did not: " +
+        "memory / 1 hot key / moved / rate-limiter-flexible (1.00× (0.98–1.02) then 1.20× (1.19–1.21), medians 1.00× then 1.20×).",
+    );
+  });
+});
