@@ -62,10 +62,10 @@ export interface MemoryBenchOptions extends ThroughputOptions {
 
 export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   rounds: 7,
-  warmupMs: 200,
-  targetRoundMs: 150,
+  warmupMs: 120,
+  targetRoundMs: 100,
   slices: 5,
-  processes: 2,
+  processes: 3,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };

@@ -256,7 +256,8 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       `Sequential awaited decisions (\`await limiter.limit(key)\` in a loop). Each Sluice algorithm runs in its own Node`,
       `process beside ${RLF} \`RateLimiterMemory\`, a naive floor (an async \`Map\` of one integer) and the floor plus one`,
       "`Date.now()`; express-rate-limit's and hono-rate-limiter's `MemoryStore`s (fixed windows) run in the fixedWindow",
-      `process, \`limiter\` (a token bucket per key in a \`Map\`) in the tokenBucket one. ${mem.options.rounds} rounds of ~${mem.options.targetRoundMs} ms.`,
+      `process, \`limiter\` (a token bucket per key in a \`Map\`) in the tokenBucket one. ${mem.options.rounds} rounds of ~${mem.options.targetRoundMs} ms`,
+      `in each of ${mem.options.processes ?? 1} such process(es) per algorithm, their rounds pooled (the baseline rows pool every process).`,
       "",
     );
     for (const s of mem.scenarios) {
