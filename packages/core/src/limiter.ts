@@ -3,7 +3,7 @@ import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.
 import { MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceInputError, SluiceTimeoutError, describe } from "./errors.js";
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
-import { MemoryStore } from "./memory-store.js";
+import { MemoryBinding, MemoryStore } from "./memory-store.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** What the limiter does when its store fails or times out. */
@@ -173,14 +173,18 @@ function anyBlocked(policies: readonly PolicyResult[]): boolean {
  * least `remaining` (first on ties).
  */
 export function toDecision(result: StoreResult, reason?: DecisionReason): Decision {
-  const policies = result.policies;
+  return decisionOf(result.now, result.policies, reason);
+}
+
+/** {@link toDecision} from the parts of a {@link StoreResult}: `now` (epoch ms) and the policies' results. */
+function decisionOf(now: number, policies: PolicyResult[], reason?: DecisionReason): Decision {
   if (policies.length === 1) {
     // one policy: it binds (the common case, kept free of loops)
     const r = policies[0] as PolicyResult;
     const allowed = r.allowed;
     return new StoreDecision(
       allowed,
-      result.now,
+      now,
       r.limit,
       r.remaining,
       r.resetAt,
@@ -213,7 +217,7 @@ export function toDecision(result: StoreResult, reason?: DecisionReason): Decisi
   }
   return new StoreDecision(
     allowed,
-    result.now,
+    now,
     binding.limit,
     binding.remaining,
     binding.resetAt,
@@ -329,6 +333,8 @@ export class RateLimiter {
   readonly #denials: DenyCache | undefined;
   readonly #namespace: StoreNamespace;
   readonly #bound: BoundStore;
+  /** `#bound` when it is a MemoryStore's own namespace (not wrapped): decided without the `StoreResult` wrapper. */
+  readonly #memory: MemoryBinding | undefined;
   readonly #onStoreFailure: ((error: unknown) => void) | undefined;
   /** Whether a policy is a concurrency cap: each `limit()` then draws a lease id. */
   readonly #concurrent: boolean;
@@ -381,6 +387,7 @@ export class RateLimiter {
     this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision);
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#bound = store.bind(this.#namespace);
+    this.#memory = this.#bound instanceof MemoryBinding ? this.#bound : undefined;
     this.#concurrent = this.policies.some((p) => p.kind === "concurrency");
     this.#concurrencyNames = new Set(this.policies.filter((p) => p.kind === "concurrency").map((p) => p.name));
     if (this.#concurrent && typeof this.#bound.release !== "function") {
@@ -433,6 +440,18 @@ export class RateLimiter {
     }
     // a lease id only when a concurrency policy needs one: the common path draws nothing
     const lease = this.#concurrent ? newLeaseId() : 0;
+    const memory = this.#memory;
+    if (memory !== undefined) {
+      // MemoryStore's own namespace: no StoreResult wrapper, so a denial allocates nothing but
+      // the decision and its policies' results
+      let policies: PolicyResult[];
+      try {
+        policies = memory.consumePolicies(key, cost, lease);
+      } catch (error) {
+        return this.#consumeFailed(error, key, cost, lease);
+      }
+      return this.#consumed(decisionOf(memory.lastNow, policies), key, cost, lease, false, sentAt);
+    }
     let result: MaybePromise<StoreResult>;
     try {
       result = lease === 0 ? this.#bound.consume(key, cost) : this.#bound.consume(key, cost, lease);
@@ -440,7 +459,7 @@ export class RateLimiter {
       return this.#consumeFailed(error, key, cost, lease);
     }
     if (isThenable(result)) return this.#consumeRemote(result, key, cost, lease, sentAt);
-    return this.#consumed(result, key, cost, lease, false, sentAt);
+    return this.#consumed(toDecision(result), key, cost, lease, false, sentAt);
   }
 
   static {
@@ -456,7 +475,7 @@ export class RateLimiter {
     } catch (error) {
       return this.#consumeFailed(error, key, cost, lease);
     }
-    return this.#consumed(result, key, cost, lease, true, sentAt);
+    return this.#consumed(toDecision(result), key, cost, lease, true, sentAt);
   }
 
   /**
@@ -471,8 +490,7 @@ export class RateLimiter {
   }
 
   /** The decision of a store's answer: the charge recorded for refunds, the lease, a remote denial cached. */
-  #consumed(result: StoreResult, key: string, cost: number, lease: number, remote: boolean, sentAt: number): Decision {
-    const decision = toDecision(result);
+  #consumed(decision: Decision, key: string, cost: number, lease: number, remote: boolean, sentAt: number): Decision {
     const denials = this.#denials;
     if (remote && denials !== undefined && !decision.allowed) {
       // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):

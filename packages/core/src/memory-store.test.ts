@@ -331,3 +331,64 @@ describe("MemoryStore memory", () => {
   });
 });
 
+
+// ---------------------------------------------------------------------------------------------
+// The limiter's way in: MemoryStore's own namespace decides without the StoreResult wrapper
+// ---------------------------------------------------------------------------------------------
+
+describe("RateLimiter over MemoryStore's own namespace", () => {
+  /** The same MemoryStore behind a store of another class: the limiter goes through `consume()` and its StoreResult. */
+  const forwarding = (inner: MemoryStore) => ({ bind: (namespace: Parameters<MemoryStore["bind"]>[0]) => inner.bind(namespace) });
+  const wrapped = (inner: MemoryStore) => {
+    // a bound namespace of another class: the limiter cannot recognise it
+    return { bind: (namespace: Parameters<MemoryStore["bind"]>[0]) => ({ ...bindMethods(inner.bind(namespace)) }) };
+  };
+  const bindMethods = (b: ReturnType<MemoryStore["bind"]>) => ({
+    consume: (key: string, cost: number, lease?: number) => b.consume(key, cost, lease),
+    peek: (key: string) => b.peek(key),
+    reset: (key: string) => b.reset(key),
+    refund: (key: string, cost: number, chargedAt?: number) => b.refund!(key, cost, chargedAt),
+    release: (key: string, lease: string) => b.release!(key, lease),
+  });
+
+  it("decides exactly as through consume() and its StoreResult, for every algorithm, tier and cost", async () => {
+    const limitSets: Policy[][] = [
+      [fixedWindow({ limit: 3, window: "10s" })],
+      [slidingWindow({ limit: 4, window: "10s" })],
+      [slidingLog({ limit: 3, window: "10s" })],
+      [tokenBucket({ capacity: 3, refillRate: 1, interval: "2s" })],
+      [leakyBucket({ rate: 1, period: "2s", burst: 3 })],
+      [tokenBucket({ capacity: 5, refillRate: 1, interval: "1s", name: "burst" }), fixedWindow({ limit: 8, window: "1m", name: "minute" }), slidingLog({ limit: 6, window: "30s", name: "log" })],
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: limitSets.length - 1 }),
+        fc.array(
+          fc.record({
+            key: fc.integer({ min: 0, max: 3 }),
+            cost: fc.integer({ min: 1, max: 9 }),
+            advanceMs: fc.integer({ min: 0, max: 3000 }),
+            op: fc.constantFrom("limit", "limit", "limit", "refund", "peek"),
+          }),
+          { maxLength: 60 },
+        ),
+        async (set, steps) => {
+          let now = T0;
+          const clock = () => now;
+          const direct = new RateLimiter({ store: new MemoryStore({ clock }), limits: limitSets[set]! });
+          const viaResult = new RateLimiter({ store: wrapped(new MemoryStore({ clock })), limits: limitSets[set]! });
+          const sameStore = new RateLimiter({ store: forwarding(new MemoryStore({ clock })), limits: limitSets[set]! });
+          for (const { key, cost, advanceMs, op } of steps) {
+            now += advanceMs;
+            const k = `k${key}`;
+            const decide = (l: RateLimiter) => (op === "limit" ? l.limit(k, { cost }) : op === "refund" ? l.refund(k, { cost }) : l.peek(k));
+            const [a, b, c] = await Promise.all([decide(direct), decide(viaResult), decide(sameStore)]);
+            expect(a).toEqual(b);
+            expect(c).toEqual(b);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -2,7 +2,7 @@ import type { Policy } from "./algorithms.js";
 import { type Layout, blockExpiresAtUs, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";
-import type { BoundStore, Store, StoreNamespace, StoreResult } from "./types.js";
+import type { BoundStore, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -319,7 +319,16 @@ export class MemoryStore implements Store {
   }
 }
 
-class MemoryBinding implements BoundStore {
+/**
+ * A MemoryStore namespace. Not exported from the package: `RateLimiter` recognises it to decide
+ * without the `StoreResult` wrapper (see {@link MemoryBinding.consumePolicies}).
+ */
+export class MemoryBinding implements BoundStore {
+  /**
+   * The `now` (epoch ms) of the last {@link MemoryBinding.consumePolicies} call, read by the
+   * limiter right after it, in the same synchronous turn.
+   */
+  lastNow = 0;
   readonly #slots: Slots;
   readonly #table: Table;
   readonly #layout: Layout;
@@ -336,16 +345,27 @@ class MemoryBinding implements BoundStore {
   }
 
   consume(key: string, cost: number, lease = 0): StoreResult {
+    const policies = this.consumePolicies(key, cost, lease);
+    return { now: this.lastNow, policies };
+  }
+
+  /**
+   * `consume()` without the wrapper object: returns the policies' results and leaves `now` in
+   * {@link MemoryBinding.lastNow}. The limiter's way in, so that a denial allocates nothing but
+   * what the decision holds (its policies' results).
+   */
+  consumePolicies(key: string, cost: number, lease: number): PolicyResult[] {
     const slots = this.#slots;
     const table = this.#table;
     const layout = this.#layout;
     const nowUs = slots.nowUs();
+    this.lastNow = Math.floor(nowUs / 1000);
     const slot = table.map.get(key);
     let local: number;
     if (slot === undefined) {
       if (cost > layout.maxCost) {
         // can never pass: evaluate against the empty state (the scratch arrays, never written) without taking a slot
-        return { now: Math.floor(nowUs / 1000), policies: consumeAll(layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs, cost) };
+        return consumeAll(layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs, cost);
       }
       local = slots.allocate(table, key, nowUs);
     } else {
@@ -353,11 +373,9 @@ class MemoryBinding implements BoundStore {
       local = slots.links[LINK_WIDTH * slot + LOCAL] as number;
     }
     const single = this.#single;
-    const policies =
-      single !== undefined
-        ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
-        : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, lease);
-    return { now: Math.floor(nowUs / 1000), policies };
+    return single !== undefined
+      ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
+      : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, lease);
   }
 
   peek(key: string): StoreResult {
