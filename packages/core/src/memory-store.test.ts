@@ -348,7 +348,7 @@ describe("RateLimiter over MemoryStore's own namespace", () => {
     peek: (key: string) => b.peek(key),
     reset: (key: string) => b.reset(key),
     refund: (key: string, cost: number, chargedAt?: number) => b.refund!(key, cost, chargedAt),
-    release: (key: string, lease: string) => b.release!(key, lease),
+    release: (key: string, lease: number) => b.release!(key, lease),
   });
 
   it("decides exactly as through consume() and its StoreResult, for every algorithm, tier and cost", async () => {
