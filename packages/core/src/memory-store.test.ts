@@ -337,12 +337,10 @@ describe("MemoryStore memory", () => {
 // ---------------------------------------------------------------------------------------------
 
 describe("RateLimiter over MemoryStore's own namespace", () => {
-  /** The same MemoryStore behind a store of another class: the limiter goes through `consume()` and its StoreResult. */
+  /** A store of another class whose bind() returns MemoryStore's own namespace: still recognised. */
   const forwarding = (inner: MemoryStore) => ({ bind: (namespace: Parameters<MemoryStore["bind"]>[0]) => inner.bind(namespace) });
-  const wrapped = (inner: MemoryStore) => {
-    // a bound namespace of another class: the limiter cannot recognise it
-    return { bind: (namespace: Parameters<MemoryStore["bind"]>[0]) => ({ ...bindMethods(inner.bind(namespace)) }) };
-  };
+  /** A bound namespace of another class, forwarding to MemoryStore's: the limiter cannot recognise it. */
+  const wrapped = (inner: MemoryStore) => ({ bind: (namespace: Parameters<MemoryStore["bind"]>[0]) => bindMethods(inner.bind(namespace)) });
   const bindMethods = (b: ReturnType<MemoryStore["bind"]>) => ({
     consume: (key: string, cost: number, lease?: number) => b.consume(key, cost, lease),
     peek: (key: string) => b.peek(key),
