@@ -40,12 +40,12 @@ export interface PublishedRun {
   readonly run: BenchRun;
 }
 
-function readPrevious(): { date: string; figures: Figure[] } | undefined {
+function readPrevious(): { date: string; machine: BenchRun["machine"]; figures: Figure[] } | undefined {
   const file = new URL("benchmarks.json", DOCS_DIR);
   if (!existsSync(file)) return undefined;
   try {
     const data = JSON.parse(readFileSync(file, "utf8")) as PublishedRun;
-    return { date: data.date, figures: data.figures };
+    return { date: data.date, machine: data.machine, figures: data.figures };
   } catch {
     return undefined;
   }
@@ -87,7 +87,7 @@ export function publish(run: BenchRun, docsDir: URL = DOCS_DIR): PublishedRun {
     run,
   };
   mkdirSync(docsDir, { recursive: true });
-  writeFileSync(new URL("benchmarks.md", docsDir), benchmarksMarkdown(run, figs, previous?.date));
+  writeFileSync(new URL("benchmarks.md", docsDir), benchmarksMarkdown(run, figs, previous?.date, previous?.machine));
   writeFileSync(new URL("benchmarks.svg", docsDir), benchmarksSvg(run, figs));
   writeFileSync(new URL("benchmarks.json", docsDir), `${JSON.stringify(published, null, 1)}\n`);
   return published;

@@ -42,7 +42,7 @@ export interface HttpBenchOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 7, roundSeconds: 0.8, warmupSeconds: 0.4 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 14, roundSeconds: 0.4, warmupSeconds: 0.4 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;

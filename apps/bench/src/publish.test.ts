@@ -42,5 +42,12 @@ describe("compare", () => {
         "of the 3 stable in either run, 2 came out within ±10% of the other run's median and 1 did not: " +
         "memory / 1 hot key / moved / rate-limiter-flexible (1.00× (0.98–1.02) then 1.20× (1.19–1.21), medians 1.00× then 1.20×).",
     );
+    // the same machine: no note; another CPU model: the line says so
+    const note = "The previous run was on another machine";
+    expect(benchmarksMarkdown(run, compare(current, previous), "2026-01-01T00:00:00.000Z", machine)).not.toContain(note);
+    const other = { ...machine, cpu: "Another CPU" };
+    expect(benchmarksMarkdown(run, compare(current, previous), "2026-01-01T00:00:00.000Z", other)).toContain(
+      `medians 1.00× then 1.20×). ${note} (${machine.cores} × Another CPU, Node ${machine.node}), so its ratios need not carry over to this one.\n`,
+    );
   });
 });

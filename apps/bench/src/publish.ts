@@ -160,8 +160,17 @@ function prevCell(f: ComparedFigure | undefined): string {
   return `${formatStat(f.previous)}${f.agrees ? " ✓" : ""}`;
 }
 
+/**
+ * A note when the previous run was made on another machine (CPU model, cores or Node version):
+ * its figures are still shown beside this run's, but a ratio need not carry over between machines.
+ */
+function otherMachine(m: MachineInfo, previous: MachineInfo | undefined): string {
+  if (previous === undefined || (previous.cpu === m.cpu && previous.cores === m.cores && previous.node === m.node)) return "";
+  return ` The previous run was on another machine (${previous.cores} × ${previous.cpu}, Node ${previous.node}), so its ratios need not carry over to this one.`;
+}
+
 /** `docs/benchmarks.md`. */
-export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[], previousDate: string | undefined): string {
+export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[], previousDate: string | undefined, previousMachine?: MachineInfo): string {
   const byId = new Map(figs.map((f) => [f.id, f]));
   const get = (section: Figure["section"], scenario: string, contender: string, against: string) => byId.get(`${section} / ${scenario} / ${contender} / ${against}`);
   const m = run.machine;
@@ -196,7 +205,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
         : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10% (✓); of the ${either.length} stable in either run, ${
             either.length - notReproduced.length
           } came out within ±10% of the other run's median${notReproduced.length === 0 ? "" : ` and ${notReproduced.length} did not: ${notReproduced.map((f) => `${f.id} (${formatStat(f.previous as RatioStat)} then ${formatStat(f.stat)}, medians ${medianText(f.previous as RatioStat)} then ${medianText(f.stat)})`).join("; ")}`}`
-    }.`,
+    }.${otherMachine(m, previousMachine)}`,
     "",
   ];
 
