@@ -149,11 +149,31 @@ export function allowPolicy(algorithm: Algorithm): Policy {
   }
 }
 
-/** Policies with a quota of 1 for an hour: after one request, every request is denied. */
-export function denyPolicy(algorithm: Algorithm): Policy {
+/**
+ * A fixed window for the deny path whose current window has more than an hour left at `nowMs`.
+ * Fixed windows are aligned to the epoch (`floor(now / window)`), so a 1 h window rolls over at
+ * the top of every hour, and a run that crossed it saw one call allowed (and stopped, as the
+ * harness demands). The longest window of whole days from 24 down whose current window has more
+ * than an hour left: 24 days except in the hour before one of its boundaries; two whole-day
+ * windows end together only at their common multiples (23 and 24 days: every 552 days).
+ */
+export function denyWindowMs(nowMs: number): number {
+  const hour = 3_600_000;
+  for (let days = 24; days >= 2; days--) {
+    const window = days * 24 * hour;
+    if (window - (nowMs % window) > hour) return window;
+  }
+  throw new Error(`no whole-day window of 2 to 24 days has an hour left at ${nowMs}`);
+}
+
+/**
+ * Policies with a quota of 1 for at least an hour: after one request, every request of the run is
+ * denied (the fixed window: see {@link denyWindowMs}).
+ */
+export function denyPolicy(algorithm: Algorithm, nowMs = Date.now()): Policy {
   switch (algorithm) {
     case "fixedWindow":
-      return fixedWindow({ limit: 1, window: "1h" });
+      return fixedWindow({ limit: 1, window: denyWindowMs(nowMs) });
     case "slidingWindow":
       return slidingWindow({ limit: 1, window: "1h" });
     case "slidingLog":

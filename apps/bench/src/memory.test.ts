@@ -5,11 +5,40 @@
 import { describe, expect, it } from "vitest";
 import { buildKeys, measureThroughput, median, pairedRatio, roundOps, shuffled } from "./lib/harness.js";
 import { markdownTable, target, verdict } from "./lib/report.js";
-import { CLOCK_FLOOR, EXPRESS, FLOOR, HONO_RL, LIMITER, RLF, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
+import { fixedWindow, MemoryStore, RateLimiter } from "@sluice/core";
+import { CLOCK_FLOOR, EXPRESS, FLOOR, HONO_RL, LIMITER, RLF, denyWindowMs, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
 import { agrees, formatStat, pairedStat, ratioStat } from "./lib/stats.js";
 import { TARGETS, type ThroughputRow, formatMemoryReport, runMemoryBench } from "./memory.js";
 
 const tiny = { rounds: 2, warmupMs: 0, targetRoundMs: 0, warmupOps: 5, opsPerRound: 20 };
+
+describe("the deny path's fixed window", () => {
+  const hour = 3_600_000;
+  const day = 24 * hour;
+
+  it("has more than an hour left wherever the run starts (a 1 h window rolled over at the top of the hour)", () => {
+    const bareEnd = 20_000 * 24 * day; // a boundary of 24 days (and of 1 h)
+    expect(denyWindowMs(bareEnd - 2 * hour)).toBe(24 * day);
+    expect(denyWindowMs(bareEnd - hour)).toBe(23 * day); // exactly an hour left: not more
+    expect(denyWindowMs(bareEnd - 1)).toBe(23 * day);
+    expect(denyWindowMs(bareEnd)).toBe(24 * day); // a new 24-day window begins
+    const both = 552 * day * 40; // 24 and 23 days end together
+    expect(denyWindowMs(both - 1)).toBe(22 * day);
+    for (let i = 0; i < 2000; i++) {
+      const now = 1.7e12 + i * 7_919_993; // spread over ~6 months
+      const w = denyWindowMs(now);
+      expect(w - (now % w)).toBeGreaterThan(hour);
+    }
+  });
+
+  it("denies through what was the top of an hour", async () => {
+    let now = 20_000 * 24 * day - 30 * 60_000; // 30 minutes before a 1 h (and 24-day) boundary
+    const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => now }), limits: fixedWindow({ limit: 1, window: denyWindowMs(now) }) });
+    expect((await limiter.limit("k")).allowed).toBe(true);
+    now += 60 * 60_000; // past the hour
+    expect((await limiter.limit("k")).allowed).toBe(false);
+  });
+});
 
 describe("harness", () => {
   it("computes medians, paired ratios and round sizes", () => {
