@@ -4,7 +4,7 @@
  * not reproduce within ±10%.
  */
 import { describe, expect, it } from "vitest";
-import { type BenchRun, type Figure, benchmarksMarkdown, compare } from "./publish.js";
+import { type BenchRun, type Figure, benchmarksMarkdown, benchmarksSvg, compare } from "./publish.js";
 import { machineInfo } from "./lib/report.js";
 import { ratioStat } from "./lib/stats.js";
 
@@ -49,5 +49,18 @@ describe("compare", () => {
     expect(benchmarksMarkdown(run, compare(current, previous), "2026-01-01T00:00:00.000Z", other)).toContain(
       `medians 1.00× then 1.20×). ${note} (${machine.cores} × Another CPU, Node ${machine.node}), so its ratios need not carry over to this one.\n`,
     );
+  });
+
+  it("draws the ratios stable in both runs and within ±10% first in the SVG, labelled with scenario and baseline", () => {
+    const machine = { ...machineInfo(), loadAvgEnd: 0 };
+    const run = { date: "2026-01-02T00:00:00.000Z", command: "pnpm bench", machine, durationS: 1 } as BenchRun;
+    const svg = benchmarksSvg(run, compare(current, previous));
+    expect(svg).toContain("Stable in this run and the previous one, within ±10% of it (✓)");
+    expect(svg).toContain("memory, 1 hot key: steady ÷ rate-limiter-flexible</text>");
+    expect(svg).toContain(">1.05×</text>");
+    // only the agreeing one: "moved" was stable in both but 20% away
+    expect(svg).not.toContain("moved ÷");
+    // no previous run: no such panel
+    expect(benchmarksSvg(run, compare(current, undefined))).not.toContain("Stable in this run and the previous one");
   });
 });

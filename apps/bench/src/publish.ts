@@ -414,12 +414,22 @@ function esc(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
-/** `docs/benchmarks.svg`: horizontal bars on a log scale, one panel per section, 1× marked. */
-export function benchmarksSvg(run: BenchRun, figs: readonly Figure[]): string {
-  const panels: { title: string; items: Figure[] }[] = [];
-  const add = (title: string, items: Figure[]) => {
-    if (items.length > 0) panels.push({ title, items });
+/**
+ * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the
+ * ratios stable in this run and the previous one and within ±10% of it (✓: the figures the README
+ * may quote), each labelled with its scenario and baseline; then one panel per section with its
+ * headline ratios, an unstable one grey and labelled with its min–max only.
+ */
+export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly agrees?: boolean })[]): string {
+  const panels: { title: string; items: Figure[]; label: (f: Figure) => string }[] = [];
+  const add = (title: string, items: Figure[], label = (f: Figure) => (f.section === "durable-object" ? f.scenario : f.contender)) => {
+    if (items.length > 0) panels.push({ title, items, label });
   };
+  add(
+    "Stable in this run and the previous one, within ±10% of it (✓)",
+    figs.filter((f) => f.agrees === true),
+    (f) => `${f.section === "http" ? "HTTP" : f.section === "redis" ? "Redis" : f.section === "memory" ? "memory" : "Durable Object"}, ${f.scenario}: ${f.contender} ÷ ${f.against}`,
+  );
   const headline = figs.filter((f) => f.headline);
   for (const s of run.http?.scenarios ?? []) {
     const inScenario = headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`);
@@ -433,8 +443,9 @@ export function benchmarksSvg(run: BenchRun, figs: readonly Figure[]): string {
   }
   add("Durable Object (workerd): decisions/s ÷ a counter object", headline.filter((f) => f.section === "durable-object"));
 
-  const width = 860;
-  const labelW = 330;
+  // labels are right-aligned at labelW: wide enough for the longest (about 6.3 px per character)
+  const labelW = Math.max(330, ...panels.flatMap((p) => p.items.map((f) => Math.ceil(p.label(f).length * 6.3) + 10)));
+  const width = labelW + 530;
   const barX = labelW + 10;
   const barW = width - barX - 150;
   const rowH = 18;
@@ -448,7 +459,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly Figure[]): string {
     y += 8;
     const top = y;
     for (const f of p.items) {
-      const label = f.section === "durable-object" ? f.scenario : f.contender;
+      const label = p.label(f);
       const cy = y + rowH / 2;
       parts.push(`<text x="${labelW}" y="${cy + 4}" class="l" text-anchor="end">${esc(label)}</text>`);
       const x0 = x(0.1);
