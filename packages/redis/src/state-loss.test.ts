@@ -4,6 +4,7 @@ import {
   RateLimiter,
   SluiceStoreError,
   type Store,
+  concurrency,
   fixedWindow,
   leakyBucket,
   slidingLog,
@@ -245,6 +246,78 @@ describe("losing any storage key or field only forgets state (every algorithm, r
         }
       });
     }
+  }
+
+  // A concurrency cap's state is the list of its leases (requests in flight). Losing it forgets
+  // them: from then on at most `limit` new leases are handed out, releasing a forgotten lease frees
+  // nothing (it cannot free a slot a newer request holds), and losing anything else keeps them.
+  for (const transport of ["ioredis", "node-redis", "upstash"]) {
+    it(`${transport}: a concurrency cap beside a rate limit only forgets its leases`, async () => {
+      const t = transports.find((x) => x.name === transport)!;
+      const LIMIT = 2;
+      async function setup() {
+        let now = T0;
+        const failures: unknown[] = [];
+        const prefix = uniquePrefix("loss-cc");
+        const limiter = new RateLimiter({
+          store: await t.store(() => now),
+          limits: [concurrency({ limit: LIMIT, name: "cc", lease: "30s" }), fixedWindow({ limit: 100, window: "1h", name: "fw" })],
+          prefix,
+          onStoreError: "deny",
+          onStoreFailure: (error) => failures.push(error),
+          denyCache: false,
+        });
+        const decide = async () => {
+          now += 10;
+          const d = await limiter.limit("user");
+          expect(["ok", "limit"]).toContain(d.reason);
+          expect(d.remaining).toBeGreaterThanOrEqual(0);
+          return d;
+        };
+        const held = [await decide(), await decide()];
+        expect(held.map((d) => [d.allowed, typeof d.lease])).toEqual([
+          [true, "string"],
+          [true, "string"],
+        ]);
+        expect(await decide()).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+        return { limiter, prefix, failures, decide, held };
+      }
+
+      // the layout: one key for the identifier, a field per policy and "@expires"
+      const first = await setup();
+      const [, keys] = await admin.scan(0, "MATCH", `*${first.prefix}*`, "COUNT", 1000);
+      expect(keys).toHaveLength(1);
+      const key = keys[0]!.replace(first.prefix, "<prefix>");
+      expect((await admin.hkeys(keys[0]!)).sort()).toEqual(["@expires", "cc|cc", "fw|fw"]);
+
+      for (const target of [{ key }, { key, field: "cc|cc" }, { key, field: "fw|fw" }, { key, field: "@expires" }] as Target[]) {
+        const where = describeTarget(target);
+        const { limiter, prefix, failures, decide, held } = await setup();
+        const stored = target.key.replace("<prefix>", prefix);
+        expect(target.field === undefined ? await admin.del(stored) : await admin.hdel(stored, target.field), where).toBe(1);
+        if (target.field === undefined || target.field === "cc|cc") {
+          // the two leases in flight are forgotten: exactly LIMIT new ones, then denials
+          const fresh = [await decide(), await decide()];
+          expect(fresh.map((d) => d.allowed), where).toEqual([true, true]);
+          expect(await decide(), where).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+          // releasing a forgotten lease frees nothing
+          await limiter.release("user", held[0]!);
+          await limiter.release("user", held[1]!);
+          expect(await decide(), where).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+          // releasing a lease handed out after the loss frees its slot, once
+          await limiter.release("user", fresh[0]!);
+          expect((await decide()).allowed, where).toBe(true);
+          expect(await decide(), where).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+        } else {
+          // the leases are intact: still full; a release frees one slot, once
+          expect(await decide(), where).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+          await limiter.release("user", held[0]!);
+          expect((await decide()).allowed, where).toBe(true);
+          expect(await decide(), where).toMatchObject({ allowed: false, reason: "limit", policy: "cc" });
+        }
+        expect(failures, where).toEqual([]);
+      }
+    });
   }
 
   it("losing the state forgets it, so the loss is visible: the first request after a DEL sees a full quota", async () => {
