@@ -50,9 +50,10 @@ export interface MemoryBenchOptions extends ThroughputOptions {
   /** Memory subjects to measure (default: all). */
   heapSubjects?: readonly string[];
   /**
-   * Child processes per algorithm, one after the other, each running every round: a contender's
-   * per-round ratios are pooled over them, so the difference between two processes (V8 compiles
-   * each one's loops its own way) shows in the spread instead of between two runs.
+   * Child processes per algorithm, each running every round, in passes over the algorithms (so
+   * an algorithm's processes are spread over the section): a contender's per-round ratios are
+   * pooled over them, so the difference between two processes (V8 compiles each one's loops its
+   * own way) and what the machine does over minutes show in the spread instead of between two runs.
    * @default 1
    */
   processes?: number;
@@ -178,8 +179,11 @@ export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMOR
 
   const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement[]>>();
   const processes = Math.max(1, options.processes ?? 1);
-  for (const algorithm of options.algorithms ?? ALGORITHMS) {
-    for (let p = 0; p < processes; p++) {
+  // passes over the algorithms, one process per algorithm each (fixedWindow, slidingWindow, …,
+  // then again): an algorithm's processes are spread over the whole section rather than run back
+  // to back, so its pooled rounds sample the machine over minutes, not seconds
+  for (let p = 0; p < processes; p++) {
+    for (const algorithm of options.algorithms ?? ALGORITHMS) {
       log(`throughput: ${algorithm} beside ${RLF}, the floors and its peers, child process ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
       const measured = await runInChild<ScenarioMeasurement[]>(CONTENDERS_URL, "measureAlgorithm", [algorithm, options.manyKeys, throughputOptions]);
       for (const m of measured) {
