@@ -414,6 +414,9 @@ function esc(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+/** How a section is named in a label. */
+const SECTION_LABEL: Record<Figure["section"], string> = { http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
+
 /**
  * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the
  * ratios stable in this run and the previous one and within ±10% of it (✓: the figures the README
@@ -428,7 +431,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
   add(
     "Stable in this run and the previous one, within ±10% of it (✓)",
     figs.filter((f) => f.agrees === true),
-    (f) => `${f.section === "http" ? "HTTP" : f.section === "redis" ? "Redis" : f.section === "memory" ? "memory" : "Durable Object"}, ${f.scenario}: ${f.contender} ÷ ${f.against}`,
+    (f) => `${SECTION_LABEL[f.section]}, ${f.scenario}: ${f.contender} ÷ ${f.against}`,
   );
   const headline = figs.filter((f) => f.headline);
   for (const s of run.http?.scenarios ?? []) {
