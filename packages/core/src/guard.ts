@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type PipelineOptions, createPipeline } from "./pipeline.js";
+import { type PipelineOptions, createPipeline } from "./pipeline/index.js";
 import type { Decision } from "./types.js";
 
 /** Options of {@link createGuard}: `limiter`, or `tiers` + `tier`; and `key`, or `trust`. Callbacks get the `Request`. */

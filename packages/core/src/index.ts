@@ -88,7 +88,7 @@ export {
   type Platform,
   type Outcome,
   type HeaderList,
-} from "./pipeline.js";
+} from "./pipeline/index.js";
 // writing a store of your own: the contract, the key schema and a pure decide over a JSON state
 // are in the "@sluice/core/store" entry
 export type {

@@ -1,0 +1,213 @@
+/**
+ * The check chain: skip, key, tier, cost, decision, `pending` to the platform's `waitUntil`,
+ * `onDecision`, the rate-limit headers and the 429 (or `onLimited`'s response). Written as a chain
+ * of steps that continue synchronously while every step answers in place, so that a request on an
+ * in-memory limiter is decided without a promise.
+ *
+ * @module
+ */
+import { SluiceConfigError, SluiceInputError, describe } from "../errors.js";
+import { type HeaderWriter, compileRateLimitHeaders, partitionKeyOf } from "../headers.js";
+import { storageKey } from "../keys.js";
+import { type LimitOptions, type RateLimiter, limitNow, toDecision } from "../limiter.js";
+import { addRateLimitHeaders, limitedResponse } from "../response.js";
+import type { Decision, MaybePromise } from "../types.js";
+import { noteHead } from "./lease.js";
+import type { DecisionInfo, HeaderList, Outcome, Platform } from "./options.js";
+import type { Target } from "./tiers.js";
+import type { Config } from "./validate.js";
+
+/** Whether a callback answered with a promise (or any thenable) rather than a value. */
+export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** The outcome of a request `skip` said not to limit. */
+function skippedOutcome(): Outcome {
+  return { decision: undefined, key: undefined, limiter: undefined, headers: [], response: undefined };
+}
+
+/** The limit options of what a `cost` function answered. */
+function costOptions(units: number): LimitOptions {
+  // `{ cost: undefined }` would mean the default, 1: a cost function must answer a number
+  if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined");
+  return { cost: units };
+}
+
+function isTarget<T extends object>(value: T | Promise<T>): value is T {
+  return typeof (value as { then?: unknown }).then !== "function";
+}
+
+/**
+ * The sink every header writer writes into: one object for the whole process, pointed at the
+ * request's list for the duration of a (synchronous) write, so a request allocates no sink and no
+ * closure, only its list and its header values.
+ */
+const listSink = {
+  list: [] as HeaderList,
+  /** Dry run: never `Retry-After` (the request is served). */
+  served: false,
+  set(name: string, value: string): void {
+    if (this.served && name === "Retry-After") return;
+    this.list.push([name, value]);
+  },
+};
+
+/** Runs `write` into `headers` (synchronously; see {@link listSink}). */
+function writeInto(write: HeaderWriter, headers: HeaderList, decision: Decision, pk: string | undefined, served: boolean): void {
+  listSink.list = headers;
+  listSink.served = served;
+  try {
+    write(listSink, decision, pk);
+  } finally {
+    listSink.list = NO_HEADERS;
+  }
+}
+
+/** What {@link listSink} points at between writes (never written to). */
+const NO_HEADERS: HeaderList = [];
+
+
+export function isResponse(value: unknown): value is Response {
+  return typeof value === "object" && value !== null && typeof (value as Partial<Response>).status === "number";
+}
+
+
+let noWork: Promise<void> | undefined;
+/**
+ * Whether a decision carries background work: most share the limiter's one resolved `pending`,
+ * and handing that to `waitUntil` (or awaiting it) would only cost time.
+ */
+function hasWork(pending: Promise<void>): boolean {
+  noWork ??= toDecision({ now: 0, policies: [{ policy: "-", allowed: true, limit: 1, remaining: 1, resetAt: 0, retryAfterMs: 0, delayMs: 0, refillAt: 0 }] }).pending;
+  return pending !== noWork;
+}
+
+/** Calls `onDecision`; nothing it throws or rejects with reaches the request. */
+function report(onDecision: (decision: Decision, info: DecisionInfo) => void, decision: Decision, info: DecisionInfo): void {
+  try {
+    const done: unknown = onDecision(decision, info);
+    if (typeof (done as { then?: unknown } | undefined)?.then === "function") (done as Promise<unknown>).then(undefined, () => {});
+  } catch {
+    // a failing logger must not turn a decision into an exception
+  }
+}
+
+/** The {@link DecisionInfo} of one request; `keyHash` and `route` are computed at their first read. */
+function decisionInfo(request: () => Request, limiter: RateLimiter, key: string, salt: string | undefined): DecisionInfo {
+  let keyHash: string | undefined;
+  let route: string | undefined;
+  return {
+    get keyHash() {
+      return (keyHash ??= partitionKeyOf(storageKey(limiter, key), salt).slice(1, -1));
+    },
+    tier: limiter.tier,
+    get route() {
+      if (route === undefined) {
+        const r = request();
+        route = `${r.method} ${new URL(r.url).pathname}`;
+      }
+      return route;
+    },
+  };
+}
+
+/** The check chain of one adapter. */
+export interface Checker<Args extends unknown[]> {
+  check(...args: Args): Promise<Outcome>;
+  checkNow(...args: Args): MaybePromise<Outcome>;
+}
+
+/** Builds the check chain over validated options. */
+export function createChecker<Args extends unknown[]>(config: Config<Args>, platform: Platform<Args>): Checker<Args> {
+  const { where } = platform;
+  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision } = config;
+  const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
+
+  /**
+   * Written as a chain of steps that continue synchronously while every step answers in place (a
+   * synchronous `skip`, key, tier and cost, a MemoryStore): then the outcome itself is returned,
+   * with no promise and no microtask turn. A step that answers with a promise continues the chain
+   * in its `then`.
+   */
+  function checkNow(...args: Args): MaybePromise<Outcome> {
+    if (skip !== undefined) {
+      const skipped = skip(...args);
+      if (isPromiseLike(skipped)) return Promise.resolve(skipped).then((yes) => (yes ? skippedOutcome() : keyed(args)));
+      if (skipped) return skippedOutcome();
+    }
+    return keyed(args);
+  }
+
+  async function check(...args: Args): Promise<Outcome> {
+    return checkNow(...args);
+  }
+
+  function keyed(args: Args): MaybePromise<Outcome> {
+    const key = keyOf(...args);
+    // a key that is not a string is the limiter's to refuse (SluiceInputError)
+    return typeof key === "string" || !isPromiseLike(key) ? picked(args, key) : Promise.resolve(key).then((k) => picked(args, k));
+  }
+
+  function picked(args: Args, key: string): MaybePromise<Outcome> {
+    const target = pick(args, key);
+    return isTarget(target) ? priced(args, key, target) : target.then((t) => priced(args, key, t));
+  }
+
+  function priced(args: Args, key: string, target: Target): MaybePromise<Outcome> {
+    if (typeof cost !== "function") return decided(args, key, target, fixedCost);
+    const units = cost(...args);
+    return isPromiseLike(units) ? Promise.resolve(units).then((u) => decided(args, key, target, costOptions(u))) : decided(args, key, target, costOptions(units));
+  }
+
+  function decided(args: Args, key: string, target: Target, limitOptions: LimitOptions | undefined): MaybePromise<Outcome> {
+    // the limiter's deny cache may answer without a store round trip (reason "cached-deny"); a
+    // dry-run limiter marks its decisions (dryRun: true), which this pipeline then lets through
+    const decision = limitNow(target.limiter, key, limitOptions);
+    return isPromiseLike(decision) ? Promise.resolve(decision).then((d) => handedOff(args, key, target, d)) : handedOff(args, key, target, decision);
+  }
+
+  function handedOff(args: Args, key: string, target: Target, decision: Decision): MaybePromise<Outcome> {
+    if (onDecision !== undefined) report(onDecision, decision, decisionInfo(() => platform.request(...args), target.limiter, key, pkSalt));
+    if (hasWork(decision.pending)) {
+      const handOff = platform.waitUntil?.(...args);
+      if (handOff === undefined) return decision.pending.then(() => outcomeOf(args, key, target, decision));
+      handOff(decision.pending);
+    }
+    return outcomeOf(args, key, target, decision);
+  }
+
+  function outcomeOf(args: Args, key: string, target: Target, decision: Decision): MaybePromise<Outcome> {
+    const headers: HeaderList = [];
+    if (decision.dryRun) {
+      // dry run: headers only when asked for, and never Retry-After (the request is served)
+      if (dryRunHeaders) {
+        const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
+        const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
+        writeInto(write, headers, decision, pk, true);
+      }
+      const served: Outcome = { decision, key, limiter: target.limiter, headers, response: undefined };
+      if (decision.lease !== undefined) noteHead(served, platform.request(...args));
+      // the report of a request enforcing would deny; what onLimited returns is ignored
+      if (!decision.allowed && onLimited !== undefined) return Promise.resolve(onLimited(...args, decision)).then(() => served);
+      return served;
+    }
+    const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
+    const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
+    writeInto(write, headers, decision, pk, false);
+    if (decision.allowed) return outcomeWith(args, key, target, decision, headers, undefined);
+    if (onLimited === undefined) return outcomeWith(args, key, target, decision, headers, limitedResponse(decision, headers));
+    return Promise.resolve(onLimited(...args, decision)).then((own: unknown) => {
+      if (!isResponse(own)) throw new SluiceConfigError(`${where}: onLimited must return a Response; got ${describe(own)}`);
+      return outcomeWith(args, key, target, decision, headers, addRateLimitHeaders(own, headers));
+    });
+  }
+
+  function outcomeWith(args: Args, key: string, target: Target, decision: Decision, headers: HeaderList, response: Response | undefined): Outcome {
+    const outcome: Outcome = { decision, key, limiter: target.limiter, headers, response };
+    if (decision.lease !== undefined) noteHead(outcome, platform.request(...args));
+    return outcome;
+  }
+
+  return { check, checkNow };
+}

@@ -1,0 +1,140 @@
+/**
+ * The request pipeline, written once for every adapter: key the request (`key`, or the client
+ * address with `trust`), `skip` it or not, find its tier (cached), price it (`cost`), decide (the
+ * limiter's deny cache may answer without a store round trip), hand the decision's background work
+ * to the platform's `waitUntil`, build the 429 (or `onLimited`'s response), wait `delayMs` when a
+ * shaping policy asks for it, merge the rate-limit headers into the handler's response, and free the
+ * request's concurrency lease (a `concurrency()` limit) once the response has been produced. A
+ * decision from a dry-run limiter (`dryRun: true`) is never enforced: no 429, no wait, headers
+ * only with `dryRunHeaders`, and a would-be denial goes to `onLimited` as a report. Every option is
+ * validated here, once.
+ *
+ * An adapter describes its framework's arguments (a {@link Platform}) and calls
+ * {@link Pipeline.handle}, or {@link Pipeline.check} and {@link Pipeline.finish} around its own
+ * `next()`. One callback convention everywhere: the framework's own arguments first, in its own
+ * order, then what Sluice adds (`key`, then `decision`).
+ *
+ * @module
+ */
+import { describe } from "../errors.js";
+import type { RateLimiter } from "../limiter.js";
+import { addRateLimitHeaders } from "../response.js";
+import type { Decision, MaybePromise } from "../types.js";
+import { createChecker, isResponse } from "./check.js";
+import { HEAD_REQUESTS, holdUntilProduced, releaseLease } from "./lease.js";
+import type { Outcome, Pipeline, PipelineOptions, Platform } from "./options.js";
+import { type Config, validate } from "./validate.js";
+
+export type {
+  DecisionInfo,
+  HeaderList,
+  Outcome,
+  Pipeline,
+  PipelineCommonOptions,
+  PipelineLimiterOptions,
+  PipelineOptions,
+  PipelineTieredOptions,
+  Platform,
+  TierConfig,
+  TierSettings,
+} from "./options.js";
+
+/** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
+export const describeValue: (value: unknown) => string = describe;
+
+/**
+ * Builds an adapter's request pipeline. Every option is validated now, synchronously:
+ * misconfiguration throws `SluiceConfigError` naming the option, prefixed with `platform.where`.
+ *
+ * @example A framework whose handlers get `(request, env, ctx)`
+ * ```ts
+ * const pipeline = createPipeline<[request: Request, env: Env, ctx: ExecutionContext]>(options, {
+ *   where: "withRateLimit",
+ *   params: "request, env, ctx",
+ *   request: (request) => request,
+ *   waitUntil: (_request, _env, ctx) => (promise) => ctx.waitUntil(promise),
+ * });
+ * return pipeline.handle([request, env, ctx], (decision) => handler(request, env, ctx, decision));
+ * ```
+ */
+export function createPipeline<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Pipeline<Args> {
+  const { where } = platform;
+  const config = validate(options, platform);
+  const { countWhen } = config;
+  const { check, checkNow } = createChecker(config, platform);
+
+  function delay(outcome: Outcome): Promise<void> {
+    const decision = outcome.decision;
+    // dry run shapes nothing: the wait is enforcement too
+    const ms = decision === undefined || decision.dryRun ? 0 : decision.delayMs;
+    return ms > 0 ? sleep(ms) : NO_DELAY;
+  }
+
+  function finish(outcome: Outcome, response: Response, headersWritten = false): MaybePromise<Response> {
+    if (!isResponse(response)) {
+      throw new TypeError(`[sluice] ${where}: the handler must return a Response; got ${describe(response)}`);
+    }
+    const out = headersWritten || outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
+    const { decision, key, limiter } = outcome;
+    if (decision === undefined || key === undefined || limiter === undefined) return out;
+    // a concurrency lease (only with a concurrency() limit): held until the response is produced
+    const held = decision.lease !== undefined;
+    // countWhen: a request the store charged that should not count gets its units back
+    if (countWhen === undefined || !decision.allowed || decision.reason !== "ok") {
+      return held ? holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome)) : out;
+    }
+    const refunded = refundUnlessCounted(countWhen, response, decision, limiter, key);
+    return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome))) : refunded.then(() => out);
+  }
+
+  function release(outcome: Outcome): Promise<void> {
+    const { decision, key, limiter } = outcome;
+    if (decision?.lease === undefined || key === undefined || limiter === undefined) return NO_DELAY;
+    return releaseLease(limiter, key, decision);
+  }
+
+  async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
+    const outcome = await check(...args);
+    if (outcome.response !== undefined) return outcome.response;
+    if (outcome.decision !== undefined && outcome.decision.delayMs > 0 && !outcome.decision.dryRun) await delay(outcome);
+    if (outcome.decision?.lease === undefined) return finish(outcome, await next(outcome.decision));
+    // a concurrency lease: freed when the body ends (finish), or now if there is no response
+    let response: Response;
+    try {
+      response = await next(outcome.decision);
+    } catch (error) {
+      await release(outcome);
+      throw error;
+    }
+    try {
+      return await finish(outcome, response);
+    } catch (error) {
+      await release(outcome);
+      throw error;
+    }
+  }
+
+  async function refundUnlessCounted(
+    counts: NonNullable<Config<Args>["countWhen"]>,
+    response: Response,
+    decision: Decision,
+    limiter: RateLimiter,
+    key: string,
+  ): Promise<void> {
+    if (await counts(response, decision)) return;
+    try {
+      await limiter.refund(key, { decision });
+    } catch (error) {
+      // the response goes out anyway; the failure is the store's, reported like any other
+      limiter.reportStoreFailure(error);
+    }
+  }
+
+  return { check, checkNow, delay, finish, release, handle };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const NO_DELAY: Promise<void> = Promise.resolve();

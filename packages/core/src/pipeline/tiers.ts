@@ -1,0 +1,122 @@
+/**
+ * Tiers: each tier's limiter, built once from the options, and the lookup of a request's tier
+ * through a bounded cache of the `tier` resolver's answers (a burst of requests for one key asks the
+ * resolver once).
+ *
+ * @module
+ */
+import { isPolicy, validateName } from "../algorithms.js";
+import { resolveDenyCache } from "../deny-cache.js";
+import { SluiceConfigError, describe } from "../errors.js";
+import type { HeaderWriter } from "../headers.js";
+import { assertKey } from "../keys.js";
+import { type LimiterMode, RateLimiter } from "../limiter.js";
+import { MemoryStore } from "../memory-store.js";
+import type { MaybePromise, Store } from "../types.js";
+import type { PipelineTieredOptions, TierConfig } from "./options.js";
+import { requireFunction } from "./validate.js";
+
+/** A limiter the pipeline decides with, and its compiled header writer. */
+export interface Target {
+  limiter: RateLimiter;
+  /** The header writer for this limiter's policies, compiled at its first request. */
+  write?: HeaderWriter;
+}
+
+export function targetOf(limiter: RateLimiter): Target {
+  return { limiter };
+}
+
+/** Builds each tier's limiter now; the returned function finds a request's tier, through the cache. */
+export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOptions<Args>): (args: Args, key: string) => Promise<Target> {
+  const { tiers, tier } = options;
+  if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers) || Object.keys(tiers).length === 0) {
+    throw new SluiceConfigError(`tiers must be an object of tier name → limits with at least one tier; got ${describe(tiers)}`);
+  }
+  requireFunction(tier, "tier", false);
+  const ttlMs = options.tierCacheTtlMs ?? 300_000;
+  if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+    throw new SluiceConfigError(`tierCacheTtlMs must be a non-negative integer of milliseconds; got ${describe(ttlMs)}`);
+  }
+  const maxCached = options.tierCacheMaxKeys ?? 10_000;
+  if (typeof maxCached !== "number" || !Number.isSafeInteger(maxCached) || maxCached <= 0) {
+    throw new SluiceConfigError(`tierCacheMaxKeys must be a positive integer; got ${describe(maxCached)}`);
+  }
+  const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "prefix");
+  const store = options.store ?? new MemoryStore();
+  if (typeof (store as Partial<Store>).bind !== "function") {
+    throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`);
+  }
+  resolveDenyCache(options.denyCache, true); // checked here, so a mistake is named as this option
+  const defaultMode = options.mode ?? "enforce";
+  if (defaultMode !== "enforce" && defaultMode !== "dry-run") {
+    throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(defaultMode)}`);
+  }
+  const targets = new Map<string, Target>();
+  for (const [name, entry] of Object.entries(tiers)) {
+    validateName(name, "tiers: tier name");
+    let limits: unknown = entry;
+    let mode: unknown = defaultMode;
+    if (typeof entry === "object" && entry !== null && !Array.isArray(entry) && !isPolicy(entry)) {
+      // the object form, { limits, mode? }
+      const { limits: own, mode: ownMode, ...rest } = entry as TierConfig;
+      const extra = Object.keys(rest)[0];
+      if (extra !== undefined) throw new SluiceConfigError(`tiers.${name} takes limits and mode; got an option ${describe(extra)}`);
+      limits = own;
+      if (ownMode !== undefined) mode = ownMode;
+      if (mode !== "enforce" && mode !== "dry-run") {
+        throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`);
+      }
+    }
+    const list = Array.isArray(limits) ? limits : [limits];
+    if (list.length === 0 || !list.every(isPolicy)) {
+      const option = limits === entry ? `tiers.${name}` : `tiers.${name}.limits`;
+      throw new SluiceConfigError(`${option} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
+    }
+    const names = list.map((p) => p.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice !== undefined) {
+      throw new SluiceConfigError(`tiers.${name}: two limits are named ${describe(twice)}; give one a distinct name option`);
+    }
+    const { onStoreError, timeoutMs, onStoreFailure, denyCache } = options;
+    const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, mode: mode as LimiterMode });
+    targets.set(name, targetOf(limiter));
+  }
+  const known = [...targets.keys()].join(", ");
+  // key → tier (or the lookup in flight, so a burst of requests for one key asks once)
+  const cache = new Map<string, { tier: MaybePromise<string>; expiresAt: number }>();
+
+  const resolve = (args: Args, key: string): MaybePromise<string> => {
+    if (ttlMs === 0) return tier(...args, key);
+    const now = Date.now();
+    const hit = cache.get(key);
+    if (hit !== undefined && hit.expiresAt > now) return hit.tier;
+    if (hit !== undefined) cache.delete(key);
+    else if (cache.size >= maxCached) cache.delete(cache.keys().next().value as string);
+    const answer = tier(...args, key);
+    const entry = { tier: answer, expiresAt: now + ttlMs };
+    cache.set(key, entry);
+    if (typeof (answer as { then?: unknown } | undefined)?.then === "function") {
+      (answer as Promise<string>).then(
+        (name) => {
+          if (cache.get(key) === entry) entry.tier = name;
+        },
+        () => {
+          if (cache.get(key) === entry) cache.delete(key);
+        },
+      );
+    }
+    return answer;
+  };
+
+  return async (args, key) => {
+    assertKey(key); // before the lookup: the resolver never sees a key the limiter would refuse
+    const name = await resolve(args, key);
+    const target = targets.get(name);
+    if (target === undefined) {
+      cache.delete(key);
+      throw new SluiceConfigError(`tier() returned ${describe(name)}, which is not a configured tier (${known})`);
+    }
+    return target;
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * Validation: every option is checked once, when the adapter is created, and turned into the
+ * {@link Config} the check chain runs on. Misconfiguration throws `SluiceConfigError` naming the
+ * option.
+ *
+ * @module
+ */
+import { UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptions } from "../client-ip.js";
+import { SluiceConfigError, describe } from "../errors.js";
+import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../headers.js";
+import { RateLimiter } from "../limiter.js";
+import type { Decision, MaybePromise } from "../types.js";
+import type { DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions, Platform } from "./options.js";
+import { type Target, targetOf, tieredPicker } from "./tiers.js";
+
+/** The validated options. */
+export interface Config<Args extends unknown[]> {
+  keyOf: (...args: Args) => MaybePromise<string>;
+  skip: ((...args: Args) => MaybePromise<boolean>) | undefined;
+  cost: number | ((...args: Args) => MaybePromise<number>) | undefined;
+  onLimited: ((...args: [...Args, decision: Decision]) => MaybePromise<Response>) | undefined;
+  styles: readonly HeaderStyle[];
+  /** The `partitionKey` salt; `undefined` when `pk` is off. */
+  pkSalt: string | undefined;
+  /** Whether a dry-run decision writes the rate-limit headers. */
+  dryRunHeaders: boolean;
+  pick: (args: Args, key: string) => Target | Promise<Target>;
+  onDecision: ((decision: Decision, info: DecisionInfo) => void) | undefined;
+  countWhen: ((response: Response, decision: Decision) => boolean | Promise<boolean>) | undefined;
+}
+
+/**
+ * Validates `options` for `platform`: every `SluiceConfigError` message starts with the adapter's
+ * name (`platform.where`), whichever validator wrote it.
+ */
+export function validate<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
+  const { where } = platform;
+  try {
+    return configure(options, platform);
+  } catch (error) {
+    // one prefix for every message, whichever validator wrote it
+    if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
+    throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
+  }
+}
+
+function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`${platform.where} needs an options object with limiter (or tiers) and key (or trust); got ${describe(options)}`);
+  }
+  const { skip, cost, onLimited } = options;
+  const keyOf = keyFunction(options, platform);
+  requireFunction(skip, "skip", true);
+  requireFunction(onLimited, "onLimited", true);
+  requireFunction(options.onDecision, "onDecision", true);
+  requireFunction(options.countWhen, "countWhen", true);
+  if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
+    throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
+  }
+  const styles = resolveHeaderStyles(options.headers);
+  const pkSalt = resolvePartitionKey(options.partitionKey);
+  const dryRunHeaders = options.dryRunHeaders ?? false;
+  if (typeof dryRunHeaders !== "boolean") throw new SluiceConfigError(`dryRunHeaders must be true or false; got ${describe(dryRunHeaders)}`);
+  const limiter = (options as { limiter?: unknown }).limiter;
+  const tiers = (options as { tiers?: unknown }).tiers;
+  if (tiers !== undefined && limiter !== undefined) throw new SluiceConfigError(`${platform.where} takes either limiter or tiers, not both`);
+  let pick: Config<Args>["pick"];
+  if (tiers !== undefined) pick = tieredPicker(options as PipelineTieredOptions<Args>);
+  else if (limiter instanceof RateLimiter) {
+    const target = targetOf(limiter);
+    pick = () => target; // the limiter checks the key
+  } else {
+    throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
+  }
+  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision: options.onDecision, countWhen: options.countWhen };
+}
+
+/** `key`, or the client address with `trust`. */
+function keyFunction<Args extends unknown[]>(options: PipelineCommonOptions<Args>, platform: Platform<Args>): (...args: Args) => MaybePromise<string> {
+  const { key, trust, ipv6Subnet } = options;
+  if (key !== undefined && trust !== undefined) {
+    throw new SluiceConfigError("give key or trust, not both (trust keys requests by client address)");
+  }
+  if (trust !== undefined) {
+    validateClientIpOptions({ trust, ipv6Subnet }, platform.where);
+    const ipOptions = { trust, ipv6Subnet };
+    return (...args) => clientIp(platform.request(...args), ipOptions) ?? UNKNOWN_CLIENT_KEY;
+  }
+  if (typeof key !== "function") {
+    throw new SluiceConfigError(
+      `key must be a function (${platform.params ?? "request"}) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address; got key ${describe(key)}. No header is trusted by default.`,
+    );
+  }
+  if (ipv6Subnet !== undefined) {
+    throw new SluiceConfigError("ipv6Subnet applies only with trust; with key, normalize addresses yourself (normalizeIp)");
+  }
+  return key;
+}
+
+export function requireFunction(value: unknown, option: string, optional: boolean): void {
+  if (value === undefined && optional) return;
+  if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
+}
