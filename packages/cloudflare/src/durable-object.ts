@@ -171,19 +171,24 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   }
 
   /**
-   * Gives `cost` units back to every policy for a request charged at `chargedAtMs` (absent: the
-   * latest), never above the quota (core's `refundState`); answers the state afterwards.
+   * Gives `cost` units back to every policy for the request charged at `chargedAtMs` with the
+   * marks `marks` (absent: the latest charges), never above the quota and never more than the
+   * charge still weighs (core's `refundState`); answers the state afterwards.
    */
   refund(call: RefundCall): DecisionReply {
     return refusing(() => {
-      const { cost, chargedAtMs } = (call ?? {}) as Partial<RefundCall>;
+      const { cost, chargedAtMs, marks } = (call ?? {}) as Partial<RefundCall>;
       if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
         throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
       }
       if (chargedAtMs !== undefined && (typeof chargedAtMs !== "number" || !Number.isSafeInteger(chargedAtMs) || chargedAtMs < 0)) {
         throw new SluiceInputError(`[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got ${String(chargedAtMs)}`);
       }
-      return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, chargedAtMs));
+      if (marks !== undefined && (!Array.isArray(marks) || !marks.every((m) => Number.isSafeInteger(m) && m >= 0))) {
+        throw new SluiceInputError("[sluice] [cloudflare] marks must be a list of non-negative safe integers");
+      }
+      const charge = chargedAtMs === undefined ? undefined : { atMs: chargedAtMs, marks };
+      return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, charge));
     });
   }
 
@@ -241,7 +246,8 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     const decided = decide(policies, row?.state, nowUs);
     if (decided.state !== undefined) this.#write(id, decided.state, decided.expiresAtUs, nowUs, testNow);
     else if (row !== null && decided.expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
-    return { now: Math.floor(nowUs / 1000), policies: decided.policies };
+    const now = Math.floor(nowUs / 1000);
+    return decided.marks === undefined ? { now, policies: decided.policies } : { now, policies: decided.policies, marks: decided.marks };
   }
 
   #read(key: string): Row | null {

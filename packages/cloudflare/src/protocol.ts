@@ -68,10 +68,14 @@ export interface ReleaseCall extends LimiterCall {
   lease: number;
 }
 
-/** A `refund` call: `cost` units back to every policy, for a request charged at `chargedAtMs` (absent: the latest). */
+/**
+ * A `refund` call: `cost` units back to every policy, for the request charged at `chargedAtMs`
+ * with the marks `marks` (core's `RefundCharge`; both absent: the latest charges).
+ */
 export interface RefundCall extends LimiterCall {
   cost: number;
   chargedAtMs?: number;
+  marks?: number[];
 }
 
 /** A `reset` call: forget the key in the namespace. */
@@ -256,7 +260,8 @@ function isResult(value: unknown): value is PolicyResult {
     typeof r.retryAfterMs === "number" &&
     typeof r.delayMs === "number" &&
     typeof r.refillAt === "number" &&
-    (r.blocked === undefined || r.blocked === true)
+    (r.blocked === undefined || r.blocked === true) &&
+    (r.blockedUntil === undefined || typeof r.blockedUntil === "number")
   );
 }
 
@@ -275,7 +280,8 @@ export function decisionFromReply(reply: unknown, policies: readonly Policy[]): 
     !Number.isFinite(result.now) ||
     !Array.isArray(list) ||
     list.length !== policies.length ||
-    !list.every((r, i) => isResult(r) && r.policy === (policies[i] as Policy).name)
+    !list.every((r, i) => isResult(r) && r.policy === (policies[i] as Policy).name) ||
+    (result.marks !== undefined && (!Array.isArray(result.marks) || result.marks.length !== policies.length || !result.marks.every(Number.isSafeInteger)))
   ) {
     throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed decision");
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
-import { type BoundStore, type Store, type StoreNamespace, type StoreResult, assertNamespace } from "@sluice/core/store";
+import { type BoundStore, type RefundCharge, type Store, type StoreNamespace, type StoreResult, assertNamespace } from "@sluice/core/store";
 import {
   type ConsumeCall,
   type RefundCall,
@@ -202,9 +202,13 @@ class DurableObjectBinding implements BoundStore {
     return decisionFromReply(reply, this.#namespace.policies);
   }
 
-  async refund(key: string, cost: number, chargedAt: number | undefined): Promise<StoreResult> {
+  async refund(key: string, cost: number, charge: RefundCharge | undefined): Promise<StoreResult> {
     const call: RefundCall = { ...this.#call(key), cost };
-    if (chargedAt !== undefined) call.chargedAtMs = chargedAt;
+    if (charge !== undefined) {
+      call.chargedAtMs = charge.atMs;
+      // no marks known: an empty list (a bucket then gives nothing back)
+      call.marks = charge.marks === undefined ? [] : [...charge.marks];
+    }
     let reply: DecisionReply;
     try {
       reply = await this.#store.stub(this.#namespace, key).refund(call);

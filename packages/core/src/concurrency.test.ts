@@ -106,7 +106,7 @@ describe("RateLimiter with a concurrency policy", () => {
     expect(() => new RateLimiter({ store: old, limits: fixedWindow({ limit: 1, window: "1m" }) })).not.toThrow();
   });
 
-  it("passes the lease to the store; the fallback store holds it while the store is down, and release frees it there", async () => {
+  it("passes the lease to the store; the fallback store holds it while the store is down, and release frees it there (and resolves)", async () => {
     let down = false;
     const calls: string[] = [];
     const inner = new MemoryStore();
@@ -138,8 +138,13 @@ describe("RateLimiter with a concurrency policy", () => {
     const b = await limiter.limit("k");
     expect([b.allowed, b.reason, typeof b.lease]).toEqual([true, "store-error", "string"]);
     expect((await limiter.limit("k")).allowed).toBe(false); // the fallback holds b's slot
-    await expect(limiter.release("k", b)).rejects.toThrow(SluiceStoreError); // the store is still down...
-    expect((await limiter.limit("k")).allowed).toBe(true); // ...but the fallback's slot was freed
+    // the store is still down, but b's lease lives in the fallback: freed there, and the release resolves
+    const released = await limiter.release("k", b);
+    expect([released.reason, released.remaining]).toEqual(["store-error", 1]);
+    expect(failures.at(-1)).toBeInstanceOf(SluiceStoreError); // the store's failure is reported all the same
+    expect((await limiter.limit("k")).allowed).toBe(true); // the fallback's slot was freed
+    // a lease the fallback never held: the store's failure is the answer
+    await expect(limiter.release("k", "12345")).rejects.toThrow(SluiceStoreError);
     expect(calls.slice(0, 3)).toEqual(["consume lease", "release", "consume lease"]);
     const allow = new RateLimiter({ store: flaky, limits, onStoreError: "allow", denyCache: false });
     const c = await allow.limit("k");

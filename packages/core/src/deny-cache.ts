@@ -4,8 +4,10 @@
  * round trip. A client that keeps hammering after its 429 then costs nothing but a map lookup.
  *
  * The rules, each chosen to stay correct rather than clever:
- * - **What is remembered:** only a denial with `reason: "limit"` and a finite `retryAfterMs` that
- *   came back from the store asynchronously (a network round trip). Never a denial from the
+ * - **What is remembered:** only a denial with `reason: "limit"` or `"blocked"` (a penalty box
+ *   running: then until the block's end or the policy's own retry time, whichever is later — the
+ *   `retryAfterMs` the store gave) and a finite `retryAfterMs` that came back from the store
+ *   asynchronously (a network round trip). Never a denial from the
  *   fallback store, a store error, a timeout or `onStoreError: "deny"` (those say nothing about the
  *   key), never `cost-exceeds-limit` (`retryAfterMs: Infinity`: it depends on the cost, not on
  *   the key's state, and is rare enough to ask the store each time), and never a synchronous
@@ -14,7 +16,9 @@
  *   cost is denied by the same state (every algorithm is monotonic in the cost), and until R has
  *   passed the state can only stay the same or get fuller (other requests consume; nothing refills
  *   faster than the store computed). A smaller cost may pass sooner, so it goes to the store (and a
- *   denial of it replaces the entry). For a larger cost the `retryAfterMs` shown is a lower bound.
+ *   denial of it replaces the entry). For a larger cost the `retryAfterMs` shown is a lower bound —
+ *   so a limiter with a penalty box answers **only the same cost** from the cache: a client that
+ *   retries at a lower bound would be denied again and counted as a repeat offender.
  * - **For how long:** R from the moment the store call was *sent* (the store decided no earlier,
  *   so its `now + R` is no earlier either), by the local monotonic clock (`performance.now()`,
  *   else `Date.now()`), minus {@link denyCacheMarginMs}: 5 ms plus 1 ms per second of R (1000 ppm,
@@ -140,11 +144,18 @@ export class DenyCache {
   /** Insertion order is recency order: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   readonly #toDecision: (result: StoreResult, reason: DecisionReason) => Decision;
+  /** Whether only the denied cost itself is answered (a limiter with a penalty box), not larger ones. */
+  readonly #exactCost: boolean;
 
-  constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision) {
+  /**
+   * @param exactCost - answer only the cost that was denied (a limiter with a penalty box: its
+   *   `retryAfterMs` must be exact, see the module notes), not larger ones too.
+   */
+  constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision, exactCost = false) {
     this.maxKeys = options.maxKeys;
     this.now = options.clock;
     this.#toDecision = toDecision;
+    this.#exactCost = exactCost;
   }
 
   /** How many keys are remembered (expired entries included until they are looked up). */
@@ -164,7 +175,7 @@ export class DenyCache {
       this.#entries.delete(key);
       return undefined;
     }
-    if (cost < entry.cost) return undefined;
+    if (cost < entry.cost || (cost !== entry.cost && this.#exactCost)) return undefined;
     // most recently used: last in the map
     this.#entries.delete(key);
     this.#entries.set(key, entry);
@@ -180,7 +191,7 @@ export class DenyCache {
    * `sentAt` is the local time just before the store call, `receivedAt` when its answer came.
    */
   remember(key: string, cost: number, decision: Decision, sentAt: number, receivedAt: number): void {
-    if (decision.allowed || decision.reason !== "limit") return;
+    if (decision.allowed || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
     const retryAfterMs = decision.retryAfterMs;
     if (!Number.isFinite(retryAfterMs)) return;
     const expiresAt = sentAt + retryAfterMs - denyCacheMarginMs(retryAfterMs);

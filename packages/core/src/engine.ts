@@ -471,6 +471,8 @@ export interface Layout {
   readonly hasBlock: boolean;
   /** Whether any policy is a concurrency cap (its requests acquire leases). */
   readonly hasConcurrency: boolean;
+  /** Whether any policy is a bucket (its charges carry a mark for refunds: see {@link chargeMarks}). */
+  readonly hasBucket: boolean;
 }
 
 /** How many offences of a key are counted at most (the block stops growing long before). */
@@ -508,14 +510,20 @@ export function layoutOf(policies: readonly Policy[]): Layout {
   }
   const hasBlock = blockOffsets.some((o) => o >= 0);
   const hasConcurrency = policies.some((p) => p.kind === "concurrency");
-  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock, hasConcurrency };
+  const hasBucket = policies.some(isBucket);
+  return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock, hasConcurrency, hasBucket };
 }
 
 /**
- * If a penalty box of the key is running: every policy's result, the blocked ones denying until
- * the block ends (`reason: "blocked"`), the others reporting their state now. Writes nothing.
+ * If a penalty box of the key is running: every policy's result for a request of `cost`, the
+ * blocked ones denying (`reason: "blocked"`) until the later of the block's end and their own retry
+ * time for that cost, the others as they would decide it (their state now when they would allow,
+ * their own denial when they would not). Writes nothing: no policy consumes, and no offence is
+ * counted while a block runs. A request made at `now + retryAfterMs` (the largest of them) is
+ * therefore allowed when nothing else consumed meanwhile — an obedient client is never denied twice
+ * for one wait, nor escalated.
  */
-function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number): PolicyResult[] | undefined {
+function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, cost: number): PolicyResult[] | undefined {
   const { policies, blockOffsets } = layout;
   let blocked = false;
   for (let i = 0; i < policies.length; i++) {
@@ -525,7 +533,11 @@ function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknow
   if (!blocked) return undefined;
   const results: PolicyResult[] = new Array(policies.length);
   for (let i = 0; i < policies.length; i++) {
-    const r = stateNow(policies[i] as Policy, num, base + (layout.numOffsets[i] as number), obj, oBase + (layout.objOffsets[i] as number), nowUs);
+    const policy = policies[i] as Policy;
+    const off = base + (layout.numOffsets[i] as number);
+    const oOff = oBase + (layout.objOffsets[i] as number);
+    let r = evaluate(policy, num, off, obj, oOff, nowUs, cost, false);
+    if (r.allowed) r = stateNow(policy, num, off, obj, oOff, nowUs);
     const bo = blockOffsets[i] as number;
     const until = bo >= 0 ? (num[base + bo] as number) : 0;
     if (until > nowUs) markBlocked(r, nowUs, Math.ceil((until - nowUs) / 1000));
@@ -534,16 +546,23 @@ function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknow
   return results;
 }
 
-/** Turns a result into a penalty-box denial for `ms` more milliseconds. */
+/**
+ * Turns a result into a penalty-box denial: blocked for `ms` more milliseconds, and told to retry
+ * at the later of the block's end and the policy's own retry time for the request (a denial's
+ * `retryAfterMs`; 0 for a policy that would have allowed it), so that the retry passes.
+ */
 function markBlocked(r: PolicyResult, nowUs: number, ms: number): void {
   const nowMs = Math.floor(nowUs / 1000);
+  const own = r.allowed ? 0 : r.retryAfterMs;
+  const wait = own > ms ? own : ms;
   r.allowed = false;
   r.remaining = 0;
-  r.retryAfterMs = ms;
+  r.retryAfterMs = wait;
   r.delayMs = 0;
-  r.refillAt = nowMs + ms;
+  r.refillAt = nowMs + (wait === Infinity ? ms : wait);
   if (r.resetAt < r.refillAt) r.resetAt = r.refillAt;
   r.blocked = true;
+  r.blockedUntil = nowMs + ms;
 }
 
 /**
@@ -594,7 +613,7 @@ export function consumeAll(
   const policies = layout.policies;
   const { numOffsets, objOffsets } = layout;
   if (layout.hasBlock) {
-    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs);
+    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs, cost);
     if (blocked !== undefined) return blocked;
   } else if (policies.length === 1) {
     return [evaluate(policies[0] as Policy, num, base, obj, oBase, nowUs, cost, true, lease)];
@@ -628,7 +647,8 @@ export function peekAll(
 ): PolicyResult[] {
   const policies = layout.policies;
   if (layout.hasBlock) {
-    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs);
+    // a peek asks about a cost-1 request
+    const blocked = blockedNow(layout, num, base, obj, oBase, nowUs, 1);
     if (blocked !== undefined) return blocked;
   }
   const results: PolicyResult[] = new Array(policies.length);
@@ -664,12 +684,49 @@ export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj:
   }
 }
 
+/** Whether a policy is a GCRA bucket (a token or a leaky bucket). */
+function isBucket(policy: Policy): policy is Extract<Policy, { kind: "tokenBucket" | "leakyBucket" }> {
+  return policy.kind === "tokenBucket" || policy.kind === "leakyBucket";
+}
+
+/**
+ * The marks of a charge a key's policies just made (read right after an allowed `consumeAll`),
+ * which a refund of that charge needs (see {@link refundPolicy}): per policy, for a bucket, its
+ * theoretical arrival time right after the charge (µs); 0 for the others, which need none.
+ * `undefined` when no policy is a bucket.
+ */
+export function chargeMarks(layout: Layout, num: Float64Array, base: number): number[] | undefined {
+  if (!layout.hasBucket) return undefined;
+  const { policies, numOffsets } = layout;
+  const marks: number[] = new Array(policies.length);
+  for (let i = 0; i < policies.length; i++) marks[i] = isBucket(policies[i] as Policy) ? (num[base + (numOffsets[i] as number)] as number) : 0;
+  return marks;
+}
+
+/**
+ * A charge's mark once `units` of it have been given back already (a refund of a charge may come
+ * in parts): a bucket's mark moves back by `units` emission intervals; the others' do not change.
+ */
+export function refundedMark(policy: Policy, mark: number, units: number): number {
+  return isBucket(policy) && mark > 0 ? mark - units * policy.emissionIntervalUs : mark;
+}
+
 /**
  * Gives `cost` units back to one policy, for a request charged at `chargedAtUs` (-1: the latest
- * charge), never more than the state holds and never above the quota: a fixed window only within
- * the window it was charged in; a sliding window in that window (the current or the previous one);
- * a sliding log from that request's entry (the newest entries first); the buckets at most back to
- * full. A concurrency cap gives nothing back (a lease is freed by `releasePolicy`, not by a refund).
+ * charge), never more than the state holds and never above the quota, and never letting any span
+ * admit more than it would have admitted had the refunded request never been made:
+ *
+ * - a fixed window only within the window it was charged in;
+ * - a sliding window in that window (the current or the previous one);
+ * - a sliding log from that request's entry (the newest entries first);
+ * - a bucket at most what the charge still weighs: `markUs` is its theoretical arrival time (TAT)
+ *   right after the charge (-1: the current TAT, i.e. the latest charge), and the refund moves the
+ *   TAT back by `min(cost × T, markUs − now, TAT − now)`. A charge whose effect the refill has
+ *   erased (`markUs <= now`: the bucket has been full since, or would have been) refunds nothing.
+ *   Why this is safe: the TAT without the charge is the larger of `TAT − cost × T` and the TAT of
+ *   the later charges alone, which is at most `now + (TAT − markUs)`.
+ * - a concurrency cap gives nothing back (a lease is freed by `releasePolicy`, not by a refund).
+ *
  * Returns whether the state changed.
  */
 export function refundPolicy(
@@ -681,6 +738,7 @@ export function refundPolicy(
   nowUs: number,
   cost: number,
   chargedAtUs: number,
+  markUs = -1,
 ): boolean {
   const at = chargedAtUs < 0 ? nowUs : chargedAtUs;
   switch (policy.kind) {
@@ -737,14 +795,20 @@ export function refundPolicy(
     case "tokenBucket":
     case "leakyBucket": {
       const tat = num[off] as number;
-      if (tat <= nowUs) return false;
-      num[off] = Math.max(nowUs, tat - cost * policy.emissionIntervalUs);
+      const mark = markUs < 0 ? tat : markUs;
+      const back = Math.min(cost * policy.emissionIntervalUs, mark - nowUs, tat - nowUs);
+      if (back <= 0) return false;
+      num[off] = tat - back;
       return true;
     }
   }
 }
 
-/** {@link refundPolicy} for every policy of a key; returns whether any state changed. */
+/**
+ * {@link refundPolicy} for every policy of a key; returns whether any state changed. `marks`: the
+ * charge's marks (see {@link chargeMarks}, moved back by {@link refundedMark} for what was refunded
+ * already), or `undefined` for the latest charge.
+ */
 export function refundAll(
   layout: Layout,
   num: Float64Array,
@@ -754,6 +818,13 @@ export function refundAll(
   nowUs: number,
   cost: number,
   chargedAtUs: number,
+  marks?: readonly number[],
 ): boolean {
-  return changesAny(layout, base, oBase, (policy, off, oOff) => refundPolicy(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs));
+  let i = 0;
+  return changesAny(layout, base, oBase, (policy, off, oOff) => {
+    // no marks: the latest charge; a mark missing from the list: nothing known, so a bucket gives nothing back
+    const mark = marks === undefined ? -1 : (marks[i] ?? 0);
+    i++;
+    return refundPolicy(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs, mark);
+  });
 }

@@ -107,6 +107,18 @@ export class SluiceStoreError extends SluiceError {
   /** @internal */
   static override readonly [CLASS_NAME]: string = "SluiceStoreError";
   override name = "SluiceStoreError" as const;
+  /**
+   * `true` when the store certainly did not carry the call out: it never reached the store (the
+   * connection was refused, the client was closed). A refund that failed so can be made again
+   * (`RateLimiter.refund` keeps the decision's units refundable); after any other failure the
+   * store may have applied the call.
+   */
+  readonly notApplied: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; notApplied?: boolean }) {
+    super(message, options);
+    this.notApplied = options?.notApplied === true;
+  }
 }
 
 /** Formats a value for an error message: strings quoted, everything else as written in code. */

@@ -1,10 +1,11 @@
 import { type Policy, validateName } from "./algorithms.js";
 import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.js";
 import { MAX_DURATION_MS } from "./duration.js";
-import { SluiceConfigError, SluiceInputError, SluiceTimeoutError, describe } from "./errors.js";
+import { refundedMark } from "./engine.js";
+import { SluiceConfigError, SluiceInputError, SluiceStoreError, SluiceTimeoutError, describe } from "./errors.js";
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
 import { MemoryBinding, MemoryStore } from "./memory-store.js";
-import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
+import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** What the limiter does when its store fails or times out. */
 export type StoreErrorMode = "fallback" | "allow" | "deny";
@@ -54,8 +55,9 @@ export interface RateLimiterOptions {
   /** Called with the error whenever a store call fails or times out (for logs and metrics). */
   onStoreFailure?: (error: unknown) => void;
   /**
-   * The deny cache: once the store denies a key for `retryAfterMs` R, later calls for that key
-   * with a cost at least as large are answered here for R (by the local monotonic clock, less a
+   * The deny cache: once the store denies a key for `retryAfterMs` R (a limit, or a penalty box
+   * that blocks it), later calls for that key with a cost at least as large (with a penalty box
+   * configured: the same cost) are answered here for R (by the local monotonic clock, less a
    * skew margin of 5 ms + 1 ms per second of R) with `reason: "cached-deny"` and no store round
    * trip. Only asynchronous answers are cached, so it is on by default for every store but
    * `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
@@ -132,6 +134,20 @@ function newLeaseId(): number {
   return id === 0 ? 1 : id;
 }
 
+/** A set that keeps at most `max` values, forgetting the oldest first. */
+class BoundedSet<T> {
+  readonly #values = new Set<T>();
+  constructor(readonly max: number) {}
+  add(value: T): void {
+    if (this.#values.size >= this.max) this.#values.delete(this.#values.values().next().value as T);
+    this.#values.add(value);
+  }
+  /** Removes `value`; whether it was there. */
+  delete(value: T): boolean {
+    return this.#values.delete(value);
+  }
+}
+
 /** The lease decimal forms `limit()` hands out: a positive safe integer without leading zeros. */
 const LEASE_TEXT = /^[1-9][0-9]{0,15}$/;
 
@@ -155,6 +171,11 @@ function costOf(options: LimitOptions | undefined): number {
   }
   const cost = options.cost;
   if (cost === undefined) return 1;
+  return checkCost(cost);
+}
+
+/** A cost (units) as given: a positive safe integer, else {@link SluiceInputError}. */
+function checkCost(cost: unknown): number {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
     throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
   }
@@ -231,9 +252,9 @@ function decisionOf(now: number, policies: PolicyResult[], reason?: DecisionReas
 
 /**
  * A decision as {@link toDecision} makes it: the {@link Decision} fields, in the same order as
- * before, plus the units `refund()` may still give back for it — a private field, so spreading,
- * JSON and equality see a plain decision, and recording a charge costs one store, not a WeakMap
- * entry per allowed request (measured: the WeakMap took about a third of a hot key's decisions/s).
+ * before, plus what `refund()` needs to know of it — private fields, so spreading, JSON and
+ * equality see a plain decision, and recording a charge costs a few stores, not a WeakMap entry per
+ * allowed request (measured: the WeakMap took about a third of a hot key's decisions/s).
  */
 class StoreDecision implements Decision {
   allowed: boolean;
@@ -249,7 +270,18 @@ class StoreDecision implements Decision {
   pending: Promise<void> = NO_PENDING;
   dryRun = false;
   declare lease?: string;
+  /** The namespace (store, prefix, tier, policies) of the limiter that made it: see {@link namespaceToken}. */
+  #owner: object | undefined = undefined;
+  /** The key it was made for. */
+  #key: string | undefined = undefined;
+  /** Units the store charged for it and that no refund has given back yet. */
   #refundable = 0;
+  /** Units of it given back so far. */
+  #refunded = 0;
+  /** The charge's marks, as the store returned them (`StoreResult.marks`). */
+  #marks: readonly number[] | undefined = undefined;
+  /** The refund of it in progress: refunds of one decision run one after another. */
+  #refunding: Promise<unknown> | undefined = undefined;
 
   constructor(
     allowed: boolean,
@@ -275,18 +307,103 @@ class StoreDecision implements Decision {
     this.reason = reason;
   }
 
-  /** Records that `decision` charged `units` (a decision made elsewhere records nothing). */
-  static charge(decision: Decision, units: number): void {
-    if (decision instanceof StoreDecision) decision.#refundable = units;
+  /** Records which namespace and key a decision belongs to (a decision made elsewhere records nothing). */
+  static stamp(decision: Decision, owner: object, key: string): void {
+    if (decision instanceof StoreDecision) {
+      decision.#owner = owner;
+      decision.#key = key;
+    }
   }
 
-  /** Takes up to `units` of what `decision` may still give back; answers how many were taken. */
-  static take(decision: Decision, units: number): number {
-    if (!(decision instanceof StoreDecision)) return 0;
-    const taken = Math.min(units, decision.#refundable);
-    decision.#refundable -= taken;
-    return taken;
+  /** Records that `decision` charged `units`, with the store's marks of the charge. */
+  static charge(decision: Decision, units: number, marks: readonly number[] | undefined): void {
+    if (decision instanceof StoreDecision) {
+      decision.#refundable = units;
+      decision.#marks = marks;
+    }
   }
+
+  /**
+   * Why `decision` may not be refunded to `key` of the namespace `owner`: a message for
+   * {@link SluiceInputError}, or `undefined` when it may.
+   */
+  static foreign(decision: Decision, owner: object, key: string): string | undefined {
+    if (!(decision instanceof StoreDecision) || decision.#owner === undefined) {
+      return "refund: decision must be a Decision that limit() returned (a copy, a decision rebuilt from JSON or made by hand cannot be checked)";
+    }
+    if (decision.#owner !== owner) {
+      return "refund: decision was made by a limiter of another namespace (another store, prefix, tier or list of policies): a decision only refunds the limiter and key that charged it";
+    }
+    if (decision.#key !== key) {
+      return `refund: decision was made for the key ${JSON.stringify(decision.#key)}, not ${JSON.stringify(key)}: a decision only refunds the key it charged`;
+    }
+    return undefined;
+  }
+
+  /** Runs the refunds of one decision one after another (each needs to know what the previous gave back). */
+  static serially<T>(decision: Decision, run: () => Promise<T>): Promise<T> {
+    const d = decision as StoreDecision;
+    const previous = d.#refunding;
+    const next = previous === undefined ? run() : previous.then(run, run);
+    d.#refunding = next;
+    const clear = () => {
+      if (d.#refunding === next) d.#refunding = undefined;
+    };
+    next.then(clear, clear);
+    return next;
+  }
+
+  /** Units of `decision` still refundable (at most `units`), and the charge to name to the store. */
+  static refundable(decision: Decision, units: number, policies: readonly Policy[]): { units: number; charge: RefundCharge } {
+    const d = decision as StoreDecision;
+    const marks = d.#marks;
+    const refunded = d.#refunded;
+    return {
+      units: Math.min(units, d.#refundable),
+      charge: {
+        atMs: d.now,
+        marks: marks === undefined || refunded === 0 ? marks : marks.map((mark, i) => refundedMark(policies[i] as Policy, mark, refunded)),
+      },
+    };
+  }
+
+  /** Records that `units` of `decision` were given back (or may have been: a timeout). */
+  static refunded(decision: Decision, units: number): void {
+    const d = decision as StoreDecision;
+    d.#refundable -= units;
+    d.#refunded += units;
+  }
+}
+
+/**
+ * One token per namespace a store holds state in: the store, the prefix, the tier and the exact
+ * policies. Limiters over the same store and namespace share it, so a decision of one refunds
+ * through another; any other limiter refuses it.
+ */
+const namespaceTokens = new WeakMap<Store, Map<string, object>>();
+
+function namespaceToken(store: Store, namespace: StoreNamespace): object {
+  let tokens = namespaceTokens.get(store);
+  if (tokens === undefined) {
+    tokens = new Map();
+    namespaceTokens.set(store, tokens);
+  }
+  const id = JSON.stringify([namespace.prefix, namespace.tier ?? null, namespace.policies]);
+  let token = tokens.get(id);
+  if (token === undefined) {
+    token = Object.freeze({});
+    tokens.set(id, token);
+  }
+  return token;
+}
+
+/**
+ * Whether a failed store call certainly changed nothing (the call never reached the store: the
+ * connection was refused, the client was closed, or the store threw before any I/O), so that a
+ * refund may be tried again. A timeout or a malformed reply may have been applied.
+ */
+function certainlyNotApplied(error: unknown): boolean {
+  return error instanceof SluiceStoreError && error.notApplied;
 }
 
 /**
@@ -332,6 +449,8 @@ export class RateLimiter {
   /** The deny cache; `undefined` when off. */
   readonly #denials: DenyCache | undefined;
   readonly #namespace: StoreNamespace;
+  /** This limiter's namespace token: a decision it made refunds only through it (or a twin). */
+  readonly #owner: object;
   readonly #bound: BoundStore;
   /** `#bound` when it is a MemoryStore's own namespace (not wrapped): decided without the `StoreResult` wrapper. */
   readonly #memory: MemoryBinding | undefined;
@@ -341,6 +460,12 @@ export class RateLimiter {
   /** The names of the concurrency policies (empty without one): a denial they bind is never cached. */
   readonly #concurrencyNames: ReadonlySet<string>;
   #fallback: BoundStore | undefined;
+  /**
+   * The leases acquired through the fallback store while the store was down (they live only
+   * there): releasing one succeeds even while the store is still down. Bounded: the oldest ids are
+   * forgotten first (a forgotten one is still freed by the fallback, or expires).
+   */
+  readonly #fallbackLeases = new BoundedSet<number>(10_000);
 
   constructor(options: RateLimiterOptions) {
     if (typeof options !== "object" || options === null) {
@@ -349,11 +474,12 @@ export class RateLimiter {
     // 1 to MAX_POLICIES policies, the same limit on every store
     const limits = validatePolicies(Array.isArray(options.limits) ? options.limits : [options.limits], "RateLimiter", "limits");
     const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "RateLimiter: prefix");
-    const onStoreError = options.onStoreError ?? "fallback";
+    // an option set to null is refused like any other wrong value (only undefined means the default)
+    const onStoreError = options.onStoreError === undefined ? "fallback" : options.onStoreError;
     if (onStoreError !== "fallback" && onStoreError !== "allow" && onStoreError !== "deny") {
       throw new SluiceConfigError(`RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`);
     }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : options.timeoutMs;
     if (
       timeoutMs !== false &&
       (typeof timeoutMs !== "number" || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_DURATION_MS)
@@ -377,15 +503,18 @@ export class RateLimiter {
     this.timeoutMs = timeoutMs;
     this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "RateLimiter: tier");
     this.#onStoreFailure = options.onStoreFailure;
-    const mode = options.mode ?? "enforce";
+    const mode = options.mode === undefined ? "enforce" : options.mode;
     if (mode !== "enforce" && mode !== "dry-run") {
       throw new SluiceConfigError(`RateLimiter: mode must be "enforce" or "dry-run"; got ${describe(mode)}`);
     }
     this.mode = mode;
     // on by default for stores that answer over the network; MemoryStore answers in place
     const denyCache = resolveDenyCache(options.denyCache, !(store instanceof MemoryStore), "RateLimiter");
-    this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision);
+    // with a penalty box, a cached denial's retryAfterMs must be exact: only the denied cost is answered
+    const exactCost = this.policies.some((p) => p.block !== undefined);
+    this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision, exactCost);
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
+    this.#owner = namespaceToken(store, this.#namespace);
     this.#bound = store.bind(this.#namespace);
     this.#memory = this.#bound instanceof MemoryBinding ? this.#bound : undefined;
     this.#concurrent = this.policies.some((p) => p.kind === "concurrency");
@@ -435,7 +564,7 @@ export class RateLimiter {
     if (denials !== undefined) {
       // a denial the store gave for this key and a cost no larger, still running: no round trip
       const cached = denials.size === 0 ? undefined : denials.answer(key, cost);
-      if (cached !== undefined) return this.#marked(cached);
+      if (cached !== undefined) return this.#marked(cached, key);
       sentAt = denials.now();
     }
     // a lease id only when a concurrency policy needs one: the common path draws nothing
@@ -450,7 +579,7 @@ export class RateLimiter {
       } catch (error) {
         return this.#consumeFailed(error, key, cost, lease);
       }
-      return this.#consumed(decisionOf(memory.lastNow, policies), key, cost, lease, false, sentAt);
+      return this.#consumed(decisionOf(memory.lastNow, policies), key, cost, lease, false, sentAt, memory.lastMarks);
     }
     let result: MaybePromise<StoreResult>;
     try {
@@ -459,7 +588,7 @@ export class RateLimiter {
       return this.#consumeFailed(error, key, cost, lease);
     }
     if (isThenable(result)) return this.#consumeRemote(result, key, cost, lease, sentAt);
-    return this.#consumed(toDecision(result), key, cost, lease, false, sentAt);
+    return this.#consumed(toDecision(result), key, cost, lease, false, sentAt, result.marks);
   }
 
   static {
@@ -475,7 +604,7 @@ export class RateLimiter {
     } catch (error) {
       return this.#consumeFailed(error, key, cost, lease);
     }
-    return this.#consumed(toDecision(result), key, cost, lease, true, sentAt);
+    return this.#consumed(toDecision(result), key, cost, lease, true, sentAt, result.marks);
   }
 
   /**
@@ -485,37 +614,57 @@ export class RateLimiter {
   #consumeFailed(error: unknown, key: string, cost: number, lease: number): Decision {
     const failed = this.#failed(error, (fallback) => fallback.consume(key, cost, lease) as StoreResult);
     // the fallback store holds the lease (onStoreError "allow" acquires none)
-    if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") failed.lease = String(lease);
-    return this.#marked(failed);
+    if (lease !== 0 && failed.allowed && this.onStoreError === "fallback") {
+      failed.lease = String(lease);
+      this.#fallbackLeases.add(lease);
+    }
+    return this.#marked(failed, key);
   }
 
   /** The decision of a store's answer: the charge recorded for refunds, the lease, a remote denial cached. */
-  #consumed(decision: Decision, key: string, cost: number, lease: number, remote: boolean, sentAt: number): Decision {
+  #consumed(
+    decision: Decision,
+    key: string,
+    cost: number,
+    lease: number,
+    remote: boolean,
+    sentAt: number,
+    marks: readonly number[] | undefined,
+  ): Decision {
     const denials = this.#denials;
     if (remote && denials !== undefined && !decision.allowed) {
       // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):
       // a denial it binds is not cached, or this process would refuse a key whose slots are free
       if (!this.#concurrent || !this.#concurrencyNames.has(decision.policy)) denials.remember(key, cost, decision, sentAt, denials.now());
     } else if (decision.allowed) {
-      StoreDecision.charge(decision, cost);
+      StoreDecision.charge(decision, cost, marks);
       if (lease !== 0) decision.lease = String(lease);
     }
-    return this.#marked(decision);
+    return this.#marked(decision, key);
   }
 
   /**
    * Gives units back to every policy that charged them, atomically, in one round trip: for a
    * request that should not count after all (a successful login, a response served from cache).
-   * Never more than was charged, never above a policy's quota: a fixed window only within the
-   * window the request was charged in, a sliding window in that window, a sliding log from that
-   * request's entry, a bucket at most back to full.
+   * Never more than was charged, never above a policy's quota, and never letting any span admit
+   * more than it would have had the refunded request never been made: a fixed window only within
+   * the window the request was charged in, a sliding window in that window, a sliding log from that
+   * request's entry, a bucket at most what the charge still weighs (a charge the refill has already
+   * erased — the bucket has been full since — gives nothing back).
    *
    * With `decision` (the one `limit()` returned), at most the units that decision charged are given
-   * back, over any number of calls, and only to the window it was charged in; a decision that
-   * charged nothing (a denial, a cached denial, an answer of the fallback store) refunds nothing.
-   * Without it, `cost` units go back to the key's latest charges. Clears the key's cached denial.
-   * Resolves to the key's state afterwards (as `peek` does); rejects if the store fails (a refund
-   * that did not happen must not look done) or with `SluiceInputError` for a bad key or cost.
+   * back, over any number of calls (they run one after another), and only to the key, namespace
+   * and policies that charged it: a decision made for another key, by a limiter of another store,
+   * prefix, tier or list of policies, or not made by `limit()` at all (a copy, a decision rebuilt
+   * from JSON) is a `SluiceInputError`, and nothing changes. A decision that charged nothing (a
+   * denial, a cached denial, an answer of the fallback store) refunds nothing. Without `decision`,
+   * `cost` units (default 1) go back to the key's latest charges.
+   *
+   * Clears the key's cached denial. Resolves to the key's state afterwards (as `peek` does);
+   * rejects if the store fails (a refund that did not happen must not look done). A failure that
+   * certainly changed nothing (the connection was refused, the client was closed) leaves the
+   * decision's units refundable, so the refund can be tried again; after a timeout (the store may
+   * have applied it) they count as given back.
    *
    * @example
    * ```ts
@@ -527,27 +676,52 @@ export class RateLimiter {
    */
   async refund(key: string, options?: RefundOptions): Promise<Decision> {
     assertKey(key);
-    const decision = options?.decision;
-    let cost = decision !== undefined && options?.cost === undefined ? Number.MAX_SAFE_INTEGER : costOf(options);
-    let chargedAt: number | undefined;
-    if (decision !== undefined) {
-      if (typeof decision !== "object" || decision === null || typeof decision.now !== "number") {
-        throw new SluiceInputError(`refund: decision must be a Decision returned by limit(); got ${describe(decision)}`);
-      }
-      cost = StoreDecision.take(decision, cost);
-      if (cost === 0) return this.peek(key);
-      chargedAt = decision.now;
+    if (options !== undefined && (typeof options !== "object" || options === null)) {
+      throw new SluiceInputError(`refund() options must be an object like { decision } or { cost: 1 }; got ${describe(options)}`);
     }
+    const decision = options?.decision;
+    const cost = options?.cost === undefined ? undefined : checkCost(options.cost);
+    if (decision === undefined) return this.#refund(key, cost ?? 1, undefined);
+    if (typeof decision !== "object" || decision === null) {
+      throw new SluiceInputError(`refund: decision must be a Decision returned by limit(); got ${describe(decision)}`);
+    }
+    const foreign = StoreDecision.foreign(decision, this.#owner, key);
+    if (foreign !== undefined) throw new SluiceInputError(foreign);
+    return StoreDecision.serially(decision, async () => {
+      const { units, charge } = StoreDecision.refundable(decision, cost ?? Number.MAX_SAFE_INTEGER, this.policies);
+      if (units === 0) return this.peek(key);
+      try {
+        const refunded = await this.#refund(key, units, charge);
+        StoreDecision.refunded(decision, units);
+        return refunded;
+      } catch (error) {
+        // the store may have applied it (a timeout, a malformed reply): never refunded twice
+        if (!certainlyNotApplied(error)) StoreDecision.refunded(decision, units);
+        throw error;
+      }
+    });
+  }
+
+  /** The store's refund of `units` for `charge` (`undefined`: the latest charges). */
+  async #refund(key: string, units: number, charge: RefundCharge | undefined): Promise<Decision> {
     const refund = this.#bound.refund;
     if (refund === undefined) {
-      throw new SluiceConfigError(`RateLimiter.refund: the store's bound namespace has no refund(key, cost, chargedAt) method`);
+      throw new SluiceConfigError("RateLimiter.refund: the store's bound namespace has no refund(key, cost, charge) method");
     }
     this.#forgetDenial(key);
-    let result = refund.call(this.#bound, key, cost, chargedAt);
+    let result: MaybePromise<StoreResult>;
+    try {
+      result = refund.call(this.#bound, key, units, charge);
+    } catch (error) {
+      // thrown before any I/O: nothing was applied
+      throw error instanceof SluiceStoreError || error instanceof SluiceConfigError || error instanceof SluiceInputError
+        ? error
+        : new SluiceStoreError(`refund failed before reaching the store: ${String((error as Error | null)?.message ?? error)}`, { cause: error, notApplied: true });
+    }
     if (isThenable(result)) result = await this.#withTimeout(result);
     // a denial that arrived while the refund was on its way is older than the refund
     this.#forgetDenial(key);
-    return this.#marked(toDecision(result));
+    return this.#marked(toDecision(result), key);
   }
 
   /**
@@ -558,7 +732,9 @@ export class RateLimiter {
    * lease already released, or expired, changes nothing). Clears the key's cached denial. Resolves
    * to the key's state afterwards (as `peek` does); a decision that holds no lease releases nothing
    * and resolves to the state. Rejects if the store fails (the slot then frees when the lease
-   * expires) or with `SluiceInputError` for a bad key or lease.
+   * expires) or with `SluiceInputError` for a bad key or lease — except for a lease the fallback
+   * store acquired while the store was down: it lives there, so its release resolves (with the
+   * fallback's state and the store failure's `reason`) even while the store is still down.
    *
    * @example
    * ```ts
@@ -587,13 +763,22 @@ export class RateLimiter {
     if (!this.#concurrent) return this.peek(key);
     const id = Number(text);
     this.#forgetDenial(key);
-    // a lease the fallback store acquired while the store was down is freed there
-    this.#fallback?.release?.(key, id);
-    let result = (this.#bound.release as NonNullable<BoundStore["release"]>).call(this.#bound, key, id);
-    if (isThenable(result)) result = await this.#withTimeout(result);
+    // a lease the fallback store acquired while the store was down lives there: freed there
+    const inFallback = this.#fallbackLeases.delete(id);
+    const freed = inFallback ? this.#fallback?.release?.(key, id) : (this.#fallback?.release?.(key, id), undefined);
+    let result: MaybePromise<StoreResult>;
+    try {
+      result = (this.#bound.release as NonNullable<BoundStore["release"]>).call(this.#bound, key, id);
+      if (isThenable(result)) result = await this.#withTimeout(result);
+    } catch (error) {
+      if (freed === undefined || isThenable(freed)) throw error;
+      // the store is still down, and the lease was never in it: the fallback freed it
+      this.reportStoreFailure(error);
+      return this.#marked(toDecision(freed, error instanceof SluiceTimeoutError ? "timeout" : "store-error"), key);
+    }
     // a denial that arrived while the release was on its way is older than the release
     this.#forgetDenial(key);
-    return this.#marked(toDecision(result));
+    return this.#marked(toDecision(result), key);
   }
 
   /**
@@ -612,9 +797,9 @@ export class RateLimiter {
       result = this.#bound.peek(key);
       if (isThenable(result)) result = await this.#withTimeout(result);
     } catch (error) {
-      return this.#marked(this.#failed(error, (fallback) => fallback.peek(key) as StoreResult));
+      return this.#marked(this.#failed(error, (fallback) => fallback.peek(key) as StoreResult), key);
     }
-    return this.#marked(toDecision(result));
+    return this.#marked(toDecision(result), key);
   }
 
   /**
@@ -659,8 +844,12 @@ export class RateLimiter {
     }
   }
 
-  /** Marks a decision of a dry-run limiter (`decision.dryRun = true`); enforcing, it is left as it is. */
-  #marked(decision: Decision): Decision {
+  /**
+   * Every decision on its way out: stamped with this limiter's namespace and the key (what a
+   * refund checks), and marked `dryRun: true` by a dry-run limiter.
+   */
+  #marked(decision: Decision, key: string): Decision {
+    StoreDecision.stamp(decision, this.#owner, key);
     if (this.mode === "dry-run") decision.dryRun = true;
     return decision;
   }

@@ -4,7 +4,7 @@ import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, token
 import { SluiceConfigError } from "./errors.js";
 import { RateLimiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
-import type { StoreResult } from "./types.js";
+import type { RefundCharge, StoreResult } from "./types.js";
 
 const T0 = 1_767_225_600_000;
 
@@ -345,7 +345,7 @@ describe("RateLimiter over MemoryStore's own namespace", () => {
     consume: (key: string, cost: number, lease?: number) => b.consume(key, cost, lease),
     peek: (key: string) => b.peek(key),
     reset: (key: string) => b.reset(key),
-    refund: (key: string, cost: number, chargedAt?: number) => b.refund!(key, cost, chargedAt),
+    refund: (key: string, cost: number, charge?: RefundCharge) => b.refund!(key, cost, charge),
     release: (key: string, lease: number) => b.release!(key, lease),
   });
 

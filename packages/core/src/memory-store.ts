@@ -1,8 +1,8 @@
 import type { Policy } from "./algorithms.js";
-import { type Layout, blockExpiresAtUs, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";
-import type { BoundStore, PolicyResult, Store, StoreNamespace, StoreResult } from "./types.js";
+import type { BoundStore, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -319,6 +319,15 @@ export class MemoryStore implements Store {
   }
 }
 
+/** Whether every policy allowed (the request was charged). */
+function allAllowed(results: readonly PolicyResult[]): boolean {
+  for (let i = 0; i < results.length; i++) if (!(results[i] as PolicyResult).allowed) return false;
+  return true;
+}
+
+/** A charge that came without marks: a bucket gives nothing back for it. */
+const NO_MARKS: readonly number[] = Object.freeze([]);
+
 /**
  * A MemoryStore namespace. Not exported from the package: `RateLimiter` recognises it to decide
  * without the `StoreResult` wrapper (see {@link MemoryBinding.consumePolicies}).
@@ -329,6 +338,11 @@ export class MemoryBinding implements BoundStore {
    * limiter right after it, in the same synchronous turn.
    */
   lastNow = 0;
+  /**
+   * The marks of the last {@link MemoryBinding.consumePolicies} call when it was allowed and a
+   * policy is a bucket (see `StoreResult.marks`); `undefined` otherwise. Read like `lastNow`.
+   */
+  lastMarks: number[] | undefined = undefined;
   readonly #slots: Slots;
   readonly #table: Table;
   readonly #layout: Layout;
@@ -346,7 +360,8 @@ export class MemoryBinding implements BoundStore {
 
   consume(key: string, cost: number, lease = 0): StoreResult {
     const policies = this.consumePolicies(key, cost, lease);
-    return { now: this.lastNow, policies };
+    const marks = this.lastMarks;
+    return marks === undefined ? { now: this.lastNow, policies } : { now: this.lastNow, policies, marks };
   }
 
   /**
@@ -365,6 +380,7 @@ export class MemoryBinding implements BoundStore {
     if (slot === undefined) {
       if (cost > layout.maxCost) {
         // can never pass: evaluate against the empty state (the scratch arrays, never written) without taking a slot
+        this.lastMarks = undefined;
         return consumeAll(layout, this.#scratchNum, 0, this.#scratchObj, 0, nowUs, cost);
       }
       local = slots.allocate(table, key, nowUs);
@@ -373,9 +389,13 @@ export class MemoryBinding implements BoundStore {
       local = slots.links[LINK_WIDTH * slot + LOCAL] as number;
     }
     const single = this.#single;
-    return single !== undefined
-      ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
-      : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, lease);
+    const results =
+      single !== undefined
+        ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
+        : consumeAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, lease);
+    // a bucket's charge carries a mark for refunds (read only when a bucket is configured and it passed)
+    this.lastMarks = layout.hasBucket && allAllowed(results) ? chargeMarks(layout, table.num, local * table.numStride) : undefined;
+    return results;
   }
 
   peek(key: string): StoreResult {
@@ -398,12 +418,14 @@ export class MemoryBinding implements BoundStore {
     if (slot !== undefined) this.#slots.remove(slot);
   }
 
-  refund(key: string, cost: number, chargedAt: number | undefined): StoreResult {
+  refund(key: string, cost: number, charge: RefundCharge | undefined): StoreResult {
     const slot = this.#table.map.get(key);
     if (slot !== undefined) {
       const local = this.#slots.links[LINK_WIDTH * slot + LOCAL] as number;
       const table = this.#table;
-      refundAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAt === undefined ? -1 : chargedAt * 1000);
+      const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
+      const marks = charge === undefined ? undefined : (charge.marks ?? NO_MARKS);
+      refundAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks);
     }
     return this.peek(key);
   }

@@ -57,12 +57,13 @@
  * @module
  */
 import type { Policy } from "./algorithms.js";
-import { type Layout, NUM_WIDTH, blockExpiresAtUs, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
+import { type Layout, NUM_WIDTH, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
-import type { PolicyResult } from "./types.js";
+import type { PolicyResult, RefundCharge } from "./types.js";
 
 export type {
+  RefundCharge,
   Store,
   BoundStore,
   StoreNamespace,
@@ -123,6 +124,11 @@ export type StoredState = Record<string, number[]>;
 export interface StateDecision {
   /** One result per policy, in order: what `BoundStore.consume`/`peek` return as `policies`. */
   policies: PolicyResult[];
+  /**
+   * After an allowed {@link decideState}, the charge's marks: return them as `StoreResult.marks`
+   * (the limiter hands them back to your `refund`). Absent otherwise.
+   */
+  marks?: number[];
   /**
    * The state to store in place of the one given (every field, other limiters' included), or
    * `undefined` when nothing changed: a denial or a peek writes nothing.
@@ -292,7 +298,8 @@ export function decideState(
     }
   }
   // allowed: every policy consumed
-  return { policies: results, ...written(plan, state, num, obj, nowUs) };
+  const marks = chargeMarks(plan.layout, num, 0);
+  return marks === undefined ? { policies: results, ...written(plan, state, num, obj, nowUs) } : { policies: results, marks, ...written(plan, state, num, obj, nowUs) };
 }
 
 /** The state to store after the engine changed `num`/`obj`: this namespace's fields, the other limiters' live ones carried over. */
@@ -352,15 +359,20 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
 }
 
 /**
- * Gives `cost` units back to every policy, for a request charged at `chargedAtMs` (the decision's
- * `now`; `undefined`: the latest charge): never more than the state holds, never above a policy's
- * quota (see `refundPolicy`). Answers the state afterwards as {@link peekState} does, and the state
- * to write (`undefined` when nothing changed). Pure, like {@link decideState}.
+ * Gives `cost` units back to every policy, for the request `charge` names (`BoundStore.refund`'s
+ * argument: the decision's `now` and marks; `undefined`: the latest charges): never more than the
+ * state holds, never above a policy's quota, and never letting any span admit more than it would
+ * have had the refunded request never been made (see `refundPolicy`). Answers the state afterwards
+ * as {@link peekState} does, and the state to write (`undefined` when nothing changed). Pure, like
+ * {@link decideState}.
  *
  * @example
  * ```ts
- * const r = refundState(namespace.policies, row?.state, Date.now() * 1000, 1, decision.now);
- * if (r.state !== undefined) await db.put(id, JSON.stringify(r.state), { expiresAtUs: r.expiresAtUs });
+ * refund(key, cost, charge) {
+ *   const r = refundState(namespace.policies, row?.state, Date.now() * 1000, cost, charge);
+ *   if (r.state !== undefined) await db.put(id, JSON.stringify(r.state), { expiresAtUs: r.expiresAtUs });
+ *   return { now: Math.floor(nowUs / 1000), policies: r.policies };
+ * }
  * ```
  */
 export function refundState(
@@ -368,18 +380,22 @@ export function refundState(
   state: StoredState | undefined,
   nowUs: number,
   cost: number,
-  chargedAtMs: number | undefined,
+  charge: RefundCharge | undefined,
 ): StateDecision {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
     throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
   }
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
-  const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtMs === undefined ? -1 : chargedAtMs * 1000);
+  const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
+  const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtUs, charge === undefined ? undefined : (charge.marks ?? NO_MARKS));
   const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
   if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
   return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };
 }
+
+/** A charge that came without marks: a bucket gives nothing back for it (it cannot tell what the charge still weighs). */
+const NO_MARKS: readonly number[] = Object.freeze([]);
 
 /**
  * Frees lease `lease` on every concurrency policy (`BoundStore.release`): the lease is dropped, and

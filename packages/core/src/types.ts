@@ -34,6 +34,12 @@ export interface PolicyResult {
    * request, or is still running. Absent otherwise.
    */
   blocked?: boolean;
+  /**
+   * Epoch ms when the policy's penalty box ends, set with `blocked`. `retryAfterMs` may reach
+   * further: a request made at `now + retryAfterMs` must also pass the policy itself, so that a
+   * client which waits as told is never denied again for that wait.
+   */
+  blockedUntil?: number;
 }
 
 /**
@@ -98,6 +104,27 @@ export interface StoreResult {
   now: number;
   /** One result per policy of the namespace, in order. */
   policies: PolicyResult[];
+  /**
+   * After an allowed `consume`, the charge's marks, one integer per policy, in order (a bucket's
+   * theoretical arrival time right after the charge, in µs; 0 for the others): the limiter keeps
+   * them with the decision and hands them back to {@link BoundStore.refund}, so that a refund
+   * never gives back more than the charge still weighs. Absent when no policy needs one.
+   */
+  marks?: readonly number[];
+}
+
+/**
+ * Which charge a refund gives back to (see {@link BoundStore.refund}): the decision's `now` and
+ * the marks its store returned with it.
+ */
+export interface RefundCharge {
+  /** Epoch ms by the store's clock when the request was charged: the decision's `now`. */
+  readonly atMs: number;
+  /**
+   * The charge's marks ({@link StoreResult.marks}), moved back for the units of that charge
+   * refunded already; `undefined` when the store returned none.
+   */
+  readonly marks: readonly number[] | undefined;
 }
 
 /** A key namespace: a prefix and the policies every key in it is checked against. */
@@ -127,13 +154,13 @@ export interface BoundStore {
   /** Forgets every policy's state for `key`. */
   reset(key: string): MaybePromise<void>;
   /**
-   * Gives `cost` units back to every policy of `key`, atomically, for a request the store charged
-   * at `chargedAt` (epoch ms by the store's clock, the decision's `now`; `undefined`: the latest
-   * charge), never more than the state holds and never above a policy's quota (see
-   * `refundPolicy` in `@sluice/core/store`). Answers the state afterwards, as `peek` does.
-   * Optional for stores written before refunds; `RateLimiter.refund` needs it.
+   * Gives `cost` units back to every policy of `key`, atomically, for the request `charge` names
+   * (`undefined`: the key's latest charges), never more than the state holds, never above a
+   * policy's quota, and never letting any span admit more than it would have had that request
+   * never been made (see `refundState` in `@sluice/core/store`). Answers the state afterwards, as
+   * `peek` does. Optional for stores written before refunds; `RateLimiter.refund` needs it.
    */
-  refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult>;
+  refund?(key: string, cost: number, charge: RefundCharge | undefined): MaybePromise<StoreResult>;
   /**
    * Frees the slot `lease` holds on every concurrency policy of `key`, atomically (expired leases
    * are dropped too). Idempotent: an unknown, already released or expired lease is a no-op.

@@ -188,7 +188,7 @@ type Operation = "consume" | "peek" | "reset" | "refund" | "release";
 
 /** A bound store with the optional `refund` and `release` (stores written before them lack them). */
 type AnyBoundStore = BoundStore & {
-  refund?(key: string, cost: number, chargedAt: number | undefined): MaybePromise<StoreResult>;
+  refund?(key: string, cost: number, charge: Parameters<NonNullable<BoundStore["refund"]>>[2]): MaybePromise<StoreResult>;
   release?(key: string, lease: number): MaybePromise<StoreResult>;
 };
 
@@ -328,7 +328,7 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       };
       const refund = bound.refund;
       if (typeof refund === "function") {
-        wrapped.refund = (key, cost, chargedAt) => call("refund", cost, () => refund.call(bound, key, cost, chargedAt));
+        wrapped.refund = (key, cost, charge) => call("refund", cost, () => refund.call(bound, key, cost, charge));
       }
       const release = bound.release;
       if (typeof release === "function") {

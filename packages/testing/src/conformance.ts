@@ -645,15 +645,44 @@ export function testStore(options: TestStoreOptions): void {
         const blocks: number[] = [];
         let t = 0;
         for (let i = 0; i < 5; i++) {
-          const d = await l.limit("k"); // denied by the empty bucket: a new block, each longer
+          // a client that comes back as soon as each block ends, before the bucket has a token:
+          // denied by the empty bucket again, a new block each time, each longer
+          const d = await l.limit("k");
           expect(d.reason).toBe("blocked");
-          blocks.push(d.retryAfterMs);
-          t += d.retryAfterMs;
+          const p = d.policies[0]!;
+          blocks.push(p.blockedUntil! - d.now);
+          // Retry-After is when the bucket has a token again (the later of that and the block's end)
+          expect(d.retryAfterMs).toBe(3_600_000 - t);
+          t = p.blockedUntil! - T0;
           at(t);
         }
         expect(blocks).toEqual([1_000, 2_000, 4_000, 4_000, 4_000]);
         at(t + 4_001); // more than max (4 s) after the last block ended: a first offence again
-        expect((await l.limit("k")).retryAfterMs).toBe(1_000);
+        const again = await l.limit("k");
+        expect(again.policies[0]!.blockedUntil! - again.now).toBe(1_000);
+      });
+
+      it("a client that retries at now + retryAfterMs is never denied again for that wait, nor escalated", async () => {
+        // issue: retrying at each retryAfterMs used to give blocks of 60, 120, 240 … 1920 s
+        const l = limiter(fixedWindow({ limit: 2, window: "1h", block: { base: "1m", factor: 2, max: "1h" } }));
+        at(0);
+        await burst(l, "k", 2);
+        const denied = await l.limit("k");
+        expect([denied.reason, denied.retryAfterMs, denied.policies[0]!.blockedUntil! - denied.now]).toEqual(["blocked", 3_600_000, 60_000]);
+        const headers = new Headers();
+        setRateLimitHeaders(headers, denied, ["ietf"], l.policies);
+        expect([headers.get("RateLimit"), headers.get("Retry-After")]).toEqual(['"2-per-1h";r=0;t=3600', "3600"]);
+        at(denied.retryAfterMs);
+        const retried = await l.limit("k");
+        expect([retried.allowed, retried.reason]).toEqual([true, "ok"]);
+        // over the limit again within an hour of the last block's end: a repeat, blocked for 2 min
+        await l.limit("k");
+        const again = await l.limit("k");
+        expect([again.reason, again.policies[0]!.blockedUntil! - again.now, again.retryAfterMs]).toEqual(["blocked", 120_000, 3_600_000]);
+        // a client that comes back when the block ends, not when told, is denied by the window: a third offence
+        at(denied.retryAfterMs + 120_000);
+        const early = await l.limit("k");
+        expect([early.reason, early.policies[0]!.blockedUntil! - early.now]).toEqual(["blocked", 240_000]);
       });
 
       it("blocks the key for every policy, consumes nothing meanwhile; reset lifts it; a cost that can never pass is no offence", async () => {
@@ -667,9 +696,10 @@ export function testStore(options: TestStoreOptions): void {
         await burst(l, "k", 2);
         const d = await l.limit("k");
         expect(d.reason).toBe("blocked");
-        expect(d.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs, p.blocked])).toEqual([
-          ["burst", false, 0, 10_000, true],
-          ["hourly", true, 97, 0, undefined],
+        // blocked for 10 s; told to come back when the window ends (60 s), when the request passes
+        expect(d.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs, p.blocked, p.blockedUntil])).toEqual([
+          ["burst", false, 0, 60_000, true, T0 + 10_000],
+          ["hourly", true, 97, 0, undefined, undefined],
         ]);
         at(5_000);
         await burst(l, "k", 3);
@@ -794,9 +824,12 @@ export function testStore(options: TestStoreOptions): void {
               const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
               const l = limiter(policies);
               const ref = new ReferenceLimiter(policies);
-              // the latest allowed decision per key, and the units it may still give back
+              // the latest allowed decision per key, the units it may still give back, the units
+              // given back so far, and the reference's record of its charge
               const latest = new Map<string, Decision>();
               const charged = new Map<Decision, number>();
+              const refunded = new Map<Decision, number>();
+              const refCharges = new Map<Decision, { atMs: number; snapshots: readonly number[] }>();
               // the decisions that acquired a lease, per key (released or not: a release is idempotent)
               const leases = new Map<string, Decision[]>();
               const concurrent = policies.some((p) => p.kind === "concurrency");
@@ -818,7 +851,9 @@ export function testStore(options: TestStoreOptions): void {
                     const left = charged.get(decision) ?? 0;
                     const units = Math.min(step.cost, left);
                     charged.set(decision, left - units);
-                    want = units === 0 ? ref.peek(step.key, t) : ref.refund(step.key, units, decision.now, t);
+                    const before = refunded.get(decision) ?? 0;
+                    refunded.set(decision, before + units);
+                    want = units === 0 ? ref.peek(step.key, t) : ref.refund(step.key, units, { ...refCharges.get(decision)!, refunded: before }, t);
                   }
                   expect(got).toEqual(want);
                   continue;
@@ -838,6 +873,7 @@ export function testStore(options: TestStoreOptions): void {
                 if (step.op === "limit" && decision.allowed) {
                   latest.set(step.key, decision);
                   charged.set(decision, step.cost);
+                  refCharges.set(decision, ref.lastCharge!);
                   if (decision.lease !== undefined) leases.set(step.key, [...(leases.get(step.key) ?? []), decision]);
                 }
               }

@@ -72,8 +72,11 @@ function randomCase(name: string, limits: PolicySpec[], seed: number, length: nu
 function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] }): VectorCase {
   const policies = c.limits.map(policyFromSpec);
   const ref = new ReferenceLimiter(policies);
-  // what each allowed limit step charged and may still give back
+  // what each allowed limit step charged and may still give back, what it gave back so far, and
+  // the reference's record of its charge
   const charged = new Map<number, number>();
+  const refunded = new Map<number, number>();
+  const refCharges = new Map<number, { atMs: number; snapshots: readonly number[] }>();
   // the reference's lease of limit step i is i + 1 (the stores get the limiter's random ones)
   const allowed = new Set<number>();
   const steps: VectorStep[] = c.plan.map((s, i) => {
@@ -90,13 +93,16 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
       const left = charged.get(s.of) ?? 0;
       const units = Math.min(s.cost ?? 1, left);
       charged.set(s.of, left - units);
-      return { ...s, expect: units === 0 ? ref.peek(s.key, s.at) : ref.refund(s.key, units, c.plan[s.of]!.at, s.at) };
+      const before = refunded.get(s.of) ?? 0;
+      refunded.set(s.of, before + units);
+      return { ...s, expect: units === 0 ? ref.peek(s.key, s.at) : ref.refund(s.key, units, { ...refCharges.get(s.of)!, refunded: before }, s.at) };
     }
     if (s.op === "peek") return { ...s, expect: ref.peek(s.key, s.at) };
     const expect = ref.limit(s.key, s.cost ?? 1, s.at, i + 1);
     if (expect.allowed) {
       charged.set(i, s.cost ?? 1);
       allowed.add(i);
+      refCharges.set(i, ref.lastCharge!);
     }
     return { ...s, expect };
   });

@@ -19,13 +19,28 @@ interface Model {
   commit(nowMs: number, cost: number, lease?: number): void;
   /** The state now: remaining and resetAt without consuming. */
   now(nowMs: number): { remaining: number; resetAt: number };
-  /** Gives `cost` units back for a request admitted at `chargedAtMs` (`undefined`: the latest), never above the quota. */
-  refund(nowMs: number, cost: number, chargedAtMs: number | undefined): void;
+  /**
+   * Gives `cost` units back for the request `charge` describes (`undefined`: the latest charges),
+   * never above the quota, never more than the charge still weighs.
+   */
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined): void;
+  /** What a refund of the charge just committed needs to know (a bucket's level right after it). */
+  snapshot(): number;
   /** The largest cost the policy can ever admit. */
   readonly maxCost: number;
 }
 
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+
+/**
+ * One model's view of a charge to refund: when it was made, the model's {@link Model.snapshot}
+ * right after it, and how many of its units were given back already.
+ */
+export interface ModelCharge {
+  atMs: number;
+  snapshot: number;
+  refunded: number;
+}
 
 class FixedWindowModel implements Model {
   readonly counts = new Map<number, number>();
@@ -46,10 +61,14 @@ class FixedWindowModel implements Model {
     const { idx, used } = this.window(nowMs);
     this.counts.set(idx, used + cost);
   }
-  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
-    // the count of the window the request was charged in
-    const idx = Math.floor((chargedAtMs ?? nowMs) / this.policy.windowMs);
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
+    // the count of the window the request was charged in, if that window is still the current one
+    const idx = Math.floor((charge?.atMs ?? nowMs) / this.policy.windowMs);
+    if (idx !== Math.floor(nowMs / this.policy.windowMs)) return;
     this.counts.set(idx, Math.max(0, (this.counts.get(idx) ?? 0) - cost));
+  }
+  snapshot() {
+    return 0;
   }
   now(nowMs: number) {
     const { used, end } = this.window(nowMs);
@@ -97,9 +116,14 @@ class SlidingWindowModel implements Model {
     const idx = Math.floor(nowMs / this.policy.windowMs);
     this.counts.set(idx, (this.counts.get(idx) ?? 0) + cost);
   }
-  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
-    const idx = Math.floor((chargedAtMs ?? nowMs) / this.policy.windowMs);
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
+    // the count of the window the request was charged in, while it still counts (current or previous)
+    const idx = Math.floor((charge?.atMs ?? nowMs) / this.policy.windowMs);
+    if (idx < Math.floor(nowMs / this.policy.windowMs) - 1) return;
     this.counts.set(idx, Math.max(0, (this.counts.get(idx) ?? 0) - cost));
+  }
+  snapshot() {
+    return 0;
   }
   now(nowMs: number) {
     const { cur } = this.view(nowMs);
@@ -126,8 +150,12 @@ class SlidingLogModel implements Model {
   commit(nowMs: number, cost: number) {
     this.log.push({ at: nowMs, cost });
   }
-  refund(nowMs: number, cost: number, chargedAtMs: number | undefined) {
+  snapshot() {
+    return 0;
+  }
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
     // that request's entries (or the latest ones), newest first, among those still in the window
+    const chargedAtMs = charge?.atMs;
     let left = cost;
     for (let i = this.log.length - 1; i >= 0 && left > 0; i--) {
       const e = this.log[i]!;
@@ -175,10 +203,19 @@ class TokenBucketModel implements Model {
     this.levels.level = this.levelAt(nowMs) - cost * this.T;
     this.levels.at = nowMs;
   }
-  refund(nowMs: number, cost: number) {
-    // tokens back, the bucket never above full
-    this.levels.level = Math.min(this.full, this.levelAt(nowMs) + cost * this.T);
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
+    // tokens back, the bucket never above full, and never more than the charge still weighs: the
+    // deficit it left (full − the level right after it), less the refill since and what was given
+    // back of it already. A charge the refill has erased (the bucket has been full since) weighs nothing.
+    const level = this.levelAt(nowMs);
+    let back = Math.min(cost * this.T, this.full - level);
+    if (charge !== undefined) back = Math.min(back, this.full - charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    if (back <= 0) return;
+    this.levels.level = level + back;
     this.levels.at = nowMs;
+  }
+  snapshot() {
+    return this.levels.level;
   }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
@@ -214,10 +251,18 @@ class LeakyBucketModel implements Model {
     this.water.level = this.levelAt(nowMs) + cost * this.T;
     this.water.at = nowMs;
   }
-  refund(nowMs: number, cost: number) {
-    // water out, the bucket never below empty
-    this.water.level = Math.max(0, this.levelAt(nowMs) - cost * this.T);
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
+    // water out, the bucket never below empty, and never more than the charge still weighs: the
+    // water right after it, less what drained since and what was given back of it already
+    const level = this.levelAt(nowMs);
+    let back = Math.min(cost * this.T, level);
+    if (charge !== undefined) back = Math.min(back, charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    if (back <= 0) return;
+    this.water.level = level - back;
     this.water.at = nowMs;
+  }
+  snapshot() {
+    return this.water.level;
   }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
@@ -251,6 +296,9 @@ class ConcurrencyModel implements Model {
   }
   refund() {
     // a refund gives rate units back; a slot is freed by a release
+  }
+  snapshot() {
+    return 0;
   }
   release(nowMs: number, lease: number) {
     this.leases = this.live(nowMs).filter((l) => l.id !== lease);
@@ -309,6 +357,11 @@ export class ReferenceLimiter {
   readonly #models = new Map<string, Model[]>();
   /** Per key, per policy: the penalty box (blocked until, epoch ms; offences so far). */
   readonly #blocks = new Map<string, { until: number; offences: number }[]>();
+  /**
+   * The charge the last `limit` made (`undefined` if it was denied): its time and each model's
+   * snapshot right after it, for a refund of it later.
+   */
+  lastCharge: { atMs: number; snapshots: readonly number[] } | undefined = undefined;
   constructor(readonly policies: readonly Policy[]) {}
 
   #blocksOf(key: string): { until: number; offences: number }[] {
@@ -320,13 +373,30 @@ export class ReferenceLimiter {
     return blocks;
   }
 
-  /** While a penalty box runs, every request is denied until it ends; the other policies report their state. */
-  #blockedResults(key: string, nowMs: number): PlainDecision | undefined {
+  /**
+   * While a penalty box runs, every request is denied: a blocked policy until the later of the
+   * block's end and its own retry time for `cost`; the others as they would decide the request
+   * (their state when they would allow it, their own denial when not). Nothing is consumed and no
+   * offence counted.
+   */
+  #blockedResults(key: string, nowMs: number, cost: number): PlainDecision | undefined {
     const blocks = this.#blocksOf(key);
     if (!blocks.some((b) => b.until > nowMs)) return undefined;
     const results = this.#of(key).map((m, i) => {
       const until = blocks[i]!.until;
-      const state = { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0 as number | null, delayMs: 0, refillAt: ReferenceLimiter.refillAt(m, nowMs) };
+      const c = m.check(nowMs, cost);
+      const state = c.allowed
+        ? { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0 as number | null, delayMs: 0, refillAt: ReferenceLimiter.refillAt(m, nowMs) }
+        : {
+            policy: m.policy.name,
+            allowed: false,
+            limit: m.policy.limit,
+            remaining: c.remaining,
+            resetAt: c.resetAt,
+            retryAfterMs: ReferenceLimiter.retryAfter(m, nowMs, cost),
+            delayMs: 0,
+            refillAt: ReferenceLimiter.refillAt(m, nowMs),
+          };
       return until > nowMs ? blockedResult(state, nowMs, until - nowMs) : state;
     });
     return combine(results, nowMs);
@@ -382,14 +452,18 @@ export class ReferenceLimiter {
 
   /** `lease`: the id an allowed request's slot is held under on every concurrency policy. */
   limit(key: string, cost: number, nowMs: number, lease = 0): PlainDecision {
-    const blocked = this.#blockedResults(key, nowMs);
+    this.lastCharge = undefined;
+    const blocked = this.#blockedResults(key, nowMs, cost);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
     const checks = models.map((m) => m.check(nowMs, cost));
     const allowed = checks.every((c) => c.allowed);
     // retry times are searched on the state before the request (a denied request changes nothing)
     const retries = checks.map((c, i) => (c.allowed ? 0 : ReferenceLimiter.retryAfter(models[i]!, nowMs, cost)));
-    if (allowed) models.forEach((m) => m.commit(nowMs, cost, lease));
+    if (allowed) {
+      models.forEach((m) => m.commit(nowMs, cost, lease));
+      this.lastCharge = { atMs: nowMs, snapshots: models.map((m) => m.snapshot()) };
+    }
     const results: PlainDecision["policies"] = models.map((m, i) => {
       const c = checks[i]!;
       const refillAt = ReferenceLimiter.refillAt(m, nowMs);
@@ -422,7 +496,7 @@ export class ReferenceLimiter {
   }
 
   peek(key: string, nowMs: number): PlainDecision {
-    const blocked = this.#blockedResults(key, nowMs);
+    const blocked = this.#blockedResults(key, nowMs, 1);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
     const results = models.map((m) => {
@@ -447,9 +521,15 @@ export class ReferenceLimiter {
     this.#blocks.delete(key);
   }
 
-  /** Gives `cost` units back to every policy for a request charged at `chargedAtMs` (`undefined`: the latest); answers as `peek`. */
-  refund(key: string, cost: number, chargedAtMs: number | undefined, nowMs: number): PlainDecision {
-    for (const m of this.#of(key)) m.refund(nowMs, cost, chargedAtMs);
+  /**
+   * Gives `cost` units back to every policy for the charge `charge` (what {@link lastCharge} was
+   * after its `limit`, and how many units of it were refunded before; `undefined`: the latest
+   * charges); answers as `peek`.
+   */
+  refund(key: string, cost: number, charge: { atMs: number; snapshots: readonly number[]; refunded: number } | undefined, nowMs: number): PlainDecision {
+    this.#of(key).forEach((m, i) =>
+      m.refund(nowMs, cost, charge === undefined ? undefined : { atMs: charge.atMs, snapshot: charge.snapshots[i] as number, refunded: charge.refunded }),
+    );
     return this.peek(key, nowMs);
   }
 
@@ -460,9 +540,15 @@ export class ReferenceLimiter {
   }
 }
 
-/** A policy's result as a penalty-box denial for `ms` more milliseconds. */
+/**
+ * A policy's result as a penalty-box denial for `ms` more milliseconds: retry at the later of the
+ * block's end and the policy's own retry time (0 if it would have allowed; null: never).
+ */
 function blockedResult(r: PlainDecision["policies"][number], nowMs: number, ms: number): PlainDecision["policies"][number] {
-  return { ...r, allowed: false, remaining: 0, retryAfterMs: ms, delayMs: 0, refillAt: nowMs + ms, resetAt: Math.max(r.resetAt, nowMs + ms), blocked: true };
+  const own = r.allowed ? 0 : r.retryAfterMs;
+  const wait = own === null ? null : Math.max(ms, own);
+  const refillAt = nowMs + (wait === null ? ms : wait);
+  return { ...r, allowed: false, remaining: 0, retryAfterMs: wait, delayMs: 0, refillAt, resetAt: Math.max(r.resetAt, refillAt), blocked: true, blockedUntil: nowMs + ms };
 }
 
 function combine(results: PlainDecision["policies"], nowMs: number): PlainDecision {

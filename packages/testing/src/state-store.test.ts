@@ -37,16 +37,17 @@ class JsonRecordStore implements Store {
         const now = nowUs();
         const decided = decideState(namespace.policies, read(id, now), now, cost, lease);
         if (decided.state !== undefined) records.set(id, { json: JSON.stringify(decided.state), expiresAtUs: decided.expiresAtUs });
-        return { now: Math.floor(now / 1000), policies: decided.policies };
+        // an allowed charge's marks go back to the limiter, which hands them to refund()
+        return { now: Math.floor(now / 1000), policies: decided.policies, marks: decided.marks };
       },
       peek(key) {
         const now = nowUs();
         return { now: Math.floor(now / 1000), policies: peekState(namespace.policies, read(storageKey(namespace, key), now), now).policies };
       },
-      refund(key, cost, chargedAt) {
+      refund(key, cost, charge) {
         const id = storageKey(namespace, key);
         const now = nowUs();
-        const refunded = refundState(namespace.policies, read(id, now), now, cost, chargedAt);
+        const refunded = refundState(namespace.policies, read(id, now), now, cost, charge);
         if (refunded.state !== undefined) records.set(id, { json: JSON.stringify(refunded.state), expiresAtUs: refunded.expiresAtUs });
         return { now: Math.floor(now / 1000), policies: refunded.policies };
       },
