@@ -7,6 +7,10 @@ export interface IORedisLike {
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
   defineCommand(...args: never[]): unknown;
+  /** `true` on a `Cluster`: after `NOSCRIPT` the script is loaded on each master (`nodes("master")`). */
+  isCluster?: boolean;
+  /** A `Cluster`'s connections to its nodes. */
+  nodes?(role: "master"): ReadonlyArray<{ script(subcommand: "LOAD", script: string): Promise<unknown> }>;
 }
 
 /** The slice of a node-redis client (`createClient()` or `createCluster()`, v4/v5) the store calls. */
@@ -14,6 +18,38 @@ export interface NodeRedisLike {
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   del(keys: string[]): Promise<number>;
+  /** A cluster's masters (v5; `getMasters()` in v4): after `NOSCRIPT` the script is loaded on each. */
+  readonly masters?: readonly unknown[];
+  getMasters?(): readonly unknown[];
+  /** A cluster's connection to one of its nodes. */
+  nodeClient?(node: never): unknown;
+}
+
+/** A client of a node-redis cluster's node: the one method the store calls on it. */
+interface NodeRedisNodeClient {
+  scriptLoad(script: string): Promise<unknown>;
+}
+
+/** Loads a script on every master of an ioredis `Cluster`; `undefined` for a single node. */
+function ioredisLoader(client: IORedisLike): ((script: string) => Promise<unknown>) | undefined {
+  const nodes = client.nodes;
+  if (client.isCluster !== true || typeof nodes !== "function") return undefined;
+  return (script) => Promise.all(nodes.call(client, "master").map((node) => node.script("LOAD", script)));
+}
+
+/** Loads a script on every master of a node-redis cluster; `undefined` for a single node. */
+function nodeRedisLoader(client: NodeRedisLike): ((script: string) => Promise<unknown>) | undefined {
+  const nodeClient = client.nodeClient;
+  if (typeof nodeClient !== "function") return undefined;
+  return async (script) => {
+    const masters = client.masters ?? client.getMasters?.() ?? [];
+    await Promise.all(
+      masters.map(async (master) => {
+        const node = (await nodeClient.call(client, master as never)) as NodeRedisNodeClient;
+        return node.scriptLoad(script);
+      }),
+    );
+  };
 }
 
 /** A connected ioredis or node-redis client. */
@@ -26,6 +62,9 @@ function isNodeRedis(client: unknown): client is NodeRedisLike {
 /**
  * A store in Redis over TCP with an ioredis or node-redis client: one `EVALSHA` per decision, with
  * Redis's `TIME` as the clock. The client must be connected (node-redis: `await client.connect()`).
+ * After a `SCRIPT FLUSH` (a restart, a failover) one load of the script per node is in flight at a
+ * time (`EVAL` on a single node, `SCRIPT LOAD` on each master of a Cluster); the other calls wait
+ * for it and send `EVALSHA` again.
  *
  * @example
  * ```ts
@@ -58,8 +97,10 @@ export class RedisStore extends ScriptStore {
     if (isNodeRedis(client)) {
       requireMethods(client, ["evalSha", "eval", "del"], "RedisStore", "a node-redis client");
       this.transport = {
+        client,
         evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
         eval: (script, keys, args) => client.eval(script, { keys, arguments: args }),
+        loadScript: nodeRedisLoader(client),
         del: (keys) => client.del(keys),
       };
     } else {
@@ -71,8 +112,10 @@ export class RedisStore extends ScriptStore {
       );
       const io = client as IORedisLike;
       this.transport = {
+        client: io,
         evalsha: (sha, keys, args) => io.evalsha(sha, keys.length, ...keys, ...args),
         eval: (script, keys, args) => io.eval(script, keys.length, ...keys, ...args),
+        loadScript: ioredisLoader(io),
         del: (keys) => io.del(...keys),
       };
     }

@@ -9,16 +9,18 @@ import {
   encodeKeyPart,
   namespaceKey,
 } from "@sluice/core/store";
+import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
 import { type Script, decideScript } from "./scripts.js";
 
 /**
- * The three calls a store makes, whatever the client: one script call per decision (EVALSHA, or
- * EVAL once after `NOSCRIPT`), and DEL for a reset. Internal: the stores build it from the client.
+ * The calls a store makes, whatever the client: one script call per decision (EVALSHA; after
+ * `NOSCRIPT`, one shared load: see `script-loader.ts`), and DEL for a reset. Internal: the stores
+ * build it from the client.
  */
-export interface Transport {
-  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
-  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+export interface Transport extends ScriptTransport {
   del(keys: string[]): Promise<unknown>;
+  /** The client object: scripts are loaded once per client, whichever store or limiter uses it. */
+  readonly client: object;
 }
 
 /**
@@ -101,6 +103,8 @@ function storeError(error: unknown, store: string, sendsTime: boolean): SluiceSt
 class ScriptBinding implements BoundStore {
   /** The script generated for this namespace's policies, with its SHA-1. */
   readonly #script: Script;
+  /** Whether the script is being loaded on this client (shared by every binding with the same script). */
+  readonly #loads: ScriptLoadState;
   readonly #names: string[];
   readonly #limits: number[];
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
@@ -114,6 +118,7 @@ class ScriptBinding implements BoundStore {
     readonly storeName: string,
   ) {
     this.#script = decideScript(namespace.policies);
+    this.#loads = scriptLoadState(transport.client, this.#script.sha);
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
     this.#keyStart = `{${namespaceKey(namespace)}`;
@@ -137,14 +142,9 @@ class ScriptBinding implements BoundStore {
   async #run(keys: string[], args: string[]): Promise<StoreResult> {
     let reply: unknown;
     try {
-      reply = await this.transport.evalsha(this.#script.sha, keys, args);
+      reply = await runScript(this.transport, this.#loads, this.#script, keys, args);
     } catch (error) {
-      if (!messageOf(error).includes("NOSCRIPT")) throw storeError(error, this.storeName, this.testClock !== undefined);
-      try {
-        reply = await this.transport.eval(this.#script.script, keys, args);
-      } catch (evalError) {
-        throw storeError(evalError, this.storeName, this.testClock !== undefined);
-      }
+      throw storeError(error, this.storeName, this.testClock !== undefined);
     }
     return this.#parse(reply);
   }

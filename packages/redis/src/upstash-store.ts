@@ -13,7 +13,8 @@ export interface UpstashRedisLike {
 /**
  * A store in Redis over HTTP through `@upstash/redis`: one HTTP request per decision (fewer under
  * concurrency, with the client's auto-pipelining). Runs in edge runtimes: no Node APIs. The clock
- * is Redis's `TIME`, so instances with skewed clocks agree.
+ * is Redis's `TIME`, so instances with skewed clocks agree. After a `SCRIPT FLUSH`, one `EVAL` per
+ * script is in flight at a time; the other calls wait for it and send `EVALSHA` again.
  *
  * @example
  * ```ts
@@ -42,6 +43,7 @@ export class UpstashStore extends ScriptStore {
     this.clientClock = clientClockOption(options, "UpstashStore");
     requireMethods(redis, ["evalsha", "eval", "del"], "UpstashStore", "an @upstash/redis client");
     this.transport = {
+      client: redis,
       evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
       eval: (script, keys, args) => redis.eval(script, keys, args),
       del: (keys) => redis.del(...keys),

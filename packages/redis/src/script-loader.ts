@@ -1,0 +1,112 @@
+/**
+ * Single-flight script loading. After a `SCRIPT FLUSH` (a restart, a failover, a fresh server) every
+ * `EVALSHA` in flight fails with `NOSCRIPT`; if each of them then sent the whole script with `EVAL`,
+ * a burst of N decisions would send the script N times (and run N compilations on the server).
+ * Here one load per script is in flight at a time for each client, and the other calls wait for it
+ * and send `EVALSHA` again:
+ *
+ * - a single node (or Upstash): the first call to see `NOSCRIPT` sends `EVAL`, which loads the
+ *   script and answers that call;
+ * - a Cluster: the first call to see `NOSCRIPT` sends `SCRIPT LOAD` to every master at once (one per
+ *   node), then sends `EVALSHA` again like the others.
+ *
+ * A call never loops: after {@link MAX_NOSCRIPT} `NOSCRIPT` replies (the script flushed again and
+ * again, or a node the client did not know of yet) it sends `EVAL` itself.
+ *
+ * @module
+ */
+
+/** What a store's transport offers to run a script. */
+export interface ScriptTransport {
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * Loads the script on every node that may own a key (the masters of a Cluster), resolving once
+   * each has answered. `undefined` for a single endpoint: the first call then loads with `EVAL`.
+   */
+  loadScript?: ((script: string) => Promise<unknown>) | undefined;
+}
+
+/** The load state of one script on one client. */
+export interface ScriptLoadState {
+  /** The load in flight, if any; it never rejects. */
+  loading: Promise<void> | undefined;
+  /** How many loads have finished: a `NOSCRIPT` to a call sent before the last one is stale. */
+  loads: number;
+}
+
+/** `NOSCRIPT` replies one call accepts before it sends `EVAL` itself. */
+export const MAX_NOSCRIPT = 3;
+
+/** Per client (the object the store was built with), per SHA-1: shared by every store and limiter on it. */
+const states = new WeakMap<object, Map<string, ScriptLoadState>>();
+
+/**
+ * The load state of `sha` on `client`, shared by every store built on the same client object, so
+ * that two limiters with the same policies (the same script) load it once.
+ */
+export function scriptLoadState(client: object, sha: string): ScriptLoadState {
+  let bySha = states.get(client);
+  if (bySha === undefined) {
+    bySha = new Map();
+    states.set(client, bySha);
+  }
+  let state = bySha.get(sha);
+  if (state === undefined) {
+    state = { loading: undefined, loads: 0 };
+    bySha.set(sha, state);
+  }
+  return state;
+}
+
+/** Whether a client error is Redis's `NOSCRIPT` reply. */
+export function isNoScript(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message ?? error;
+  return typeof message === "string" && message.includes("NOSCRIPT");
+}
+
+/** Starts a load and records it in `state` until it settles (it never rejects). */
+function startLoad(state: ScriptLoadState, load: Promise<unknown>): void {
+  const loading = load.then(
+    () => undefined,
+    () => undefined,
+  );
+  state.loading = loading.then(() => {
+    state.loads++;
+    state.loading = undefined;
+  });
+}
+
+/**
+ * Runs `script` for one call: `EVALSHA`, and on `NOSCRIPT` one shared load (see the module notes).
+ * Rejects with the client's error, untouched, for anything but `NOSCRIPT`.
+ */
+export async function runScript(
+  transport: ScriptTransport,
+  state: ScriptLoadState,
+  script: { script: string; sha: string },
+  keys: string[],
+  args: string[],
+): Promise<unknown> {
+  for (let noScripts = 0; ; ) {
+    // a call that starts while the script is being loaded waits: its EVALSHA would only fail
+    if (state.loading !== undefined) await state.loading;
+    const loadsBefore = state.loads;
+    try {
+      return await transport.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+    }
+    if (++noScripts >= MAX_NOSCRIPT) return transport.eval(script.script, keys, args);
+    // a load finished since this EVALSHA was sent (its NOSCRIPT is stale), or one is in flight
+    // (awaited at the top): send EVALSHA again
+    if (state.loads !== loadsBefore || state.loading !== undefined) continue;
+    if (transport.loadScript === undefined) {
+      // one node: this call's EVAL loads the script and answers it; the others wait for it
+      const answer = transport.eval(script.script, keys, args);
+      startLoad(state, answer);
+      return answer;
+    }
+    startLoad(state, transport.loadScript(script.script));
+  }
+}
