@@ -161,6 +161,7 @@ describe("the documentation site", () => {
     });
 
     it("renders the home page", async () => {
+      pageErrors.length = 0;
       await page.goto(baseUrl);
       await expect.poll(() => page.locator(".VPHero .name").textContent()).toContain("Sluice");
       expect(await page.locator(".VPFeature").count()).toBeGreaterThanOrEqual(4);
@@ -173,7 +174,9 @@ describe("the documentation site", () => {
     });
 
     it("shows the playground working on the playground page", async () => {
+      pageErrors.length = 0;
       await page.goto(new URL("playground.html", baseUrl).href);
+      expect(await page.locator("h1").first().textContent()).toContain("Playground");
       const frame = page.frameLocator("iframe.playground");
       await expect.poll(() => frame.locator("#status").getAttribute("data-state")).toBe("done");
       // the window-edge preset: the core's own decisions (the playground's tests pin them)
