@@ -29,6 +29,7 @@ import {
 } from "@sluice/core";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type InvariantHooks, testHostileSequences, testInvariants } from "./invariants.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
@@ -882,6 +883,24 @@ export function testStore(options: TestStoreOptions): void {
           { numRuns: options.numRuns ?? 60 },
         );
       });
+    });
+
+    // what a user relies on, tested directly rather than through the reference models
+    const invariantHooks: InvariantHooks = {
+      limiter: (limits, prefix) => limiter(limits, prefix),
+      store: () => store,
+      prefix: () => uniquePrefix("inv"),
+      setNow: (ms) => {
+        clock.now = ms;
+      },
+      t0: T0,
+      numRuns: 1000,
+    };
+    describe("invariants", () => {
+      testInvariants(invariantHooks);
+    });
+    describe("hostile sequences", () => {
+      testHostileSequences(invariantHooks);
     });
 
     // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store

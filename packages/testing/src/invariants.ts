@@ -1,0 +1,428 @@
+/**
+ * The guarantees a user relies on, tested directly on a store — not through the reference models,
+ * which could share a mistake with the stores:
+ *
+ * - **Admission bounds**: for any sequence of `limit`, `refund` (with the current decision, a
+ *   stale one, the same one twice, one made for another key or by another limiter), `release`,
+ *   penalty boxes and clock moves, the net admissions (each request's cost less the units refunded
+ *   *for it*) stay within each algorithm's bound: a fixed window (and the current window of a
+ *   sliding window) at most `limit` per window; a sliding log at most `limit` in every span of
+ *   `window`; a bucket at most `burst + queue` plus one unit per emission interval in any span; a
+ *   concurrency cap at most `limit` leases held at once.
+ * - **An obedient client**: one that, when denied, comes back exactly `retryAfterMs` later with the
+ *   same request is served then — never denied twice for one wait, never escalated by a penalty box.
+ * - **Headers agree with the body**: on every 429, each policy in the body's `violated-policies`
+ *   appears in `RateLimit-Policy`, and in `RateLimit` with `r=0`, and `Retry-After` is at least its
+ *   `t`.
+ *
+ * @module
+ */
+import {
+  type BoundStore,
+  type Decision,
+  type Policy,
+  RateLimiter,
+  type RateLimiterOptions,
+  SluiceInputError,
+  SluiceStoreError,
+  type Store,
+  type StoreNamespace,
+  fixedWindow,
+  limitedResponse,
+  setRateLimitHeaders,
+  tokenBucket,
+} from "@sluice/core";
+import fc from "fast-check";
+import { expect, it } from "vitest";
+import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "./vectors.js";
+
+/** What the suite needs of the store under test. */
+export interface InvariantHooks {
+  /** A limiter over the store under test, with a prefix no other test uses. */
+  limiter(limits: Policy[], prefix?: string): RateLimiter;
+  /** The store under test (for limiters with options of their own, and wrappers around it). */
+  store(): Store;
+  /** A prefix no other test uses. */
+  prefix(): string;
+  /** Sets the store's clock (epoch ms). */
+  setNow(ms: number): void;
+  /** The epoch ms the sequences start near. */
+  t0: number;
+  /** Property runs. */
+  numRuns: number;
+}
+
+/** An admitted request, as the invariants account for it. */
+interface Admission {
+  key: string;
+  atMs: number;
+  cost: number;
+  /** Units refunded for it, by the rules (never more than it was charged). */
+  refunded: number;
+  decision: Decision;
+  released: boolean;
+}
+
+/** The emission interval of a bucket, µs (as the factories compute it). */
+function emissionUs(policy: Policy): number {
+  return (policy as { emissionIntervalUs: number }).emissionIntervalUs;
+}
+
+/**
+ * Checks every policy's bound for the spans that end at `nowMs` (the time of an admission): a
+ * violating span always ends at one, so checking there after each admission is enough.
+ * Returns a description of the first violation, or `undefined`.
+ */
+export function violatedBound(policies: readonly Policy[], admissions: readonly Admission[], key: string, nowMs: number): string | undefined {
+  const mine = admissions.filter((a) => a.key === key);
+  const net = (a: Admission) => a.cost - a.refunded;
+  for (const policy of policies) {
+    switch (policy.kind) {
+      case "fixedWindow":
+      case "slidingWindow": {
+        const W = policy.windowMs;
+        const idx = Math.floor(nowMs / W);
+        const sum = mine.filter((a) => Math.floor(a.atMs / W) === idx).reduce((s, a) => s + net(a), 0);
+        if (sum > policy.limit) return `${policy.kind} ${policy.name}: ${sum} units admitted in window ${idx} (limit ${policy.limit})`;
+        break;
+      }
+      case "slidingLog": {
+        const W = policy.windowMs;
+        const sum = mine.filter((a) => a.atMs > nowMs - W && a.atMs <= nowMs).reduce((s, a) => s + net(a), 0);
+        if (sum > policy.limit) return `slidingLog ${policy.name}: ${sum} units admitted in (${nowMs - W}, ${nowMs}] (limit ${policy.limit})`;
+        break;
+      }
+      case "tokenBucket":
+      case "leakyBucket": {
+        const T = emissionUs(policy);
+        const size = policy.burst + policy.queue;
+        for (const start of mine) {
+          if (start.atMs > nowMs) continue;
+          const sum = mine.filter((a) => a.atMs >= start.atMs && a.atMs <= nowMs).reduce((s, a) => s + net(a), 0);
+          // at most size units at once, then one per T µs
+          if (sum * T > (nowMs - start.atMs) * 1000 + size * T) {
+            return `${policy.kind} ${policy.name}: ${sum} units admitted in [${start.atMs}, ${nowMs}] (at most ${size} + ${(nowMs - start.atMs) * 1000} µs / ${T} µs)`;
+          }
+        }
+        break;
+      }
+      case "concurrency": {
+        const held = mine.filter((a) => !a.released && a.decision.lease !== undefined && a.atMs + policy.leaseMs > nowMs).length;
+        if (held > policy.limit) return `concurrency ${policy.name}: ${held} leases held at ${nowMs} (limit ${policy.limit})`;
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * On a 429: each violated policy appears in `RateLimit-Policy` and in `RateLimit` with `r=0`, and
+ * `Retry-After` (when there is one) is at least its `t`. Returns a description of the first
+ * disagreement, or `undefined`.
+ */
+export async function headersDisagree(decision: Decision, policies: readonly Policy[]): Promise<string | undefined> {
+  const headers = new Headers();
+  setRateLimitHeaders(headers, decision, ["ietf", "legacy"], policies);
+  const response = limitedResponse(decision, headers);
+  const body = (await response.json()) as { "violated-policies": string[]; retryAfter: number | null };
+  const policyHeader = response.headers.get("RateLimit-Policy") ?? "";
+  const rateLimit = response.headers.get("RateLimit") ?? "";
+  const retryAfter = response.headers.get("Retry-After");
+  if (body.retryAfter === null ? retryAfter !== null : retryAfter !== String(body.retryAfter)) {
+    return `Retry-After ${retryAfter} but the body's retryAfter is ${body.retryAfter}`;
+  }
+  if (body["violated-policies"].length === 0) return "a 429 without a violated policy";
+  for (const name of body["violated-policies"]) {
+    if (!policyHeader.split(", ").some((m) => m.startsWith(`"${name}";`))) return `${name} is violated but not in RateLimit-Policy: ${policyHeader}`;
+    const member = rateLimit.split(", ").find((m) => m.startsWith(`"${name}";`));
+    const match = member === undefined ? null : /;r=(\d+);t=(\d+)/.exec(member);
+    if (match === null) return `${name} is violated but not in RateLimit: ${rateLimit}`;
+    if (match[1] !== "0") return `${name} is violated but RateLimit says r=${match[1]}: ${rateLimit}`;
+    if (retryAfter !== null && Number(retryAfter) < Number(match[2])) return `Retry-After ${retryAfter} is earlier than ${name}'s t=${match[2]}`;
+  }
+  return undefined;
+}
+
+/** Spans (ms) on which a policy's state changes: its window and half of it, a unit's refill, a full refill, a lease. */
+function timeScalesMs(policy: Policy): number[] {
+  switch (policy.kind) {
+    case "fixedWindow":
+    case "slidingWindow":
+    case "slidingLog":
+      return [policy.windowMs, Math.ceil(policy.windowMs / 2), policy.windowMs + 1];
+    case "tokenBucket":
+    case "leakyBucket": {
+      const unit = Math.ceil(policy.emissionIntervalUs / 1000);
+      return [unit, unit * (policy.burst + policy.queue), unit * (policy.burst + policy.queue) * 3, Math.ceil(unit / 2)];
+    }
+    case "concurrency":
+      return [policy.leaseMs, Math.ceil(policy.leaseMs / 2)];
+  }
+}
+
+/** Rate policies for the invariants (one, most of the time: a tight one binds), now and then with a concurrency cap or a penalty box. */
+const policiesArbitrary = fc.oneof(
+  { arbitrary: fc.array(policySpecArbitrary(), { minLength: 1, maxLength: 1 }), weight: 3 },
+  { arbitrary: fc.array(policySpecArbitrary(), { minLength: 2, maxLength: 3 }), weight: 1 },
+);
+
+/** Registers the invariant tests (call inside a store's `describe`). */
+export function testInvariants(hooks: InvariantHooks): void {
+  const named = (specs: PolicySpec[]) =>
+    specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
+
+  it("admission bounds hold for any sequence of limits, refunds (current, stale, duplicate, foreign), releases, blocks and clock moves; every 429's headers agree with its body", async () => {
+    // episodes rather than single calls, so that the interleavings that matter come up: a burst,
+    // a wait on one of the policies' own time scales (a unit's refill, half a window, a window, a
+    // full refill), a burst that drains a policy at one instant, refunds of earlier admissions (the
+    // current one, a stale one, one refunded already) and of decisions made for another key or by
+    // another limiter, releases, then another burst at the same instant
+    const scenario = policiesArbitrary.chain((specs) => {
+      const scales = specs.flatMap((spec) => timeScalesMs(policyFromSpec(spec)));
+      const dt = fc.oneof(fc.constant(0), fc.constantFrom(...scales), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 6000 }));
+      const burst = fc.record({ n: fc.integer({ min: 0, max: 7 }), cost: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 4 })) });
+      const aside = fc.record({
+        kind: fc.constantFrom("refund" as const, "refund" as const, "refund" as const, "foreign-key" as const, "foreign-limiter" as const, "release" as const),
+        pick: fc.nat(),
+        partial: fc.boolean(),
+      });
+      const episode = fc.record({
+        key: fc.constantFrom("a", "a", "a", "b"),
+        first: burst,
+        wait: dt,
+        drain: burst,
+        asides: fc.array(aside, { maxLength: 3 }),
+        last: burst,
+      });
+      return fc.tuple(fc.constant(specs), fc.array(episode, { minLength: 1, maxLength: 5 }));
+    });
+    await fc.assert(
+      fc.asyncProperty(scenario, async ([specs, episodes]) => {
+        const policies = named(specs);
+        const l = hooks.limiter(policies);
+        // a limiter of another namespace (another prefix, and a tokenBucket of its own) on the same store
+        const other = hooks.limiter([policyFromSpec({ kind: "tokenBucket", options: { capacity: 3, refillRate: 1, name: "p0" } })]);
+        const admissions: Admission[] = [];
+        const foreignDecisions: Decision[] = [];
+        let t = hooks.t0 + 17;
+        hooks.setNow(t);
+        const limit = async (key: string, n: number, cost: number) => {
+          for (let i = 0; i < n; i++) {
+            const decision = await l.limit(key, { cost });
+            if (decision.allowed) {
+              admissions.push({ key, atMs: decision.now, cost, refunded: 0, decision, released: false });
+              const broken = violatedBound(policies, admissions, key, decision.now);
+              if (broken !== undefined) throw new Error(`over-admission: ${broken}`);
+            } else {
+              const disagreement = await headersDisagree(decision, policies);
+              if (disagreement !== undefined) throw new Error(`a 429 whose headers disagree with its body: ${disagreement}`);
+            }
+          }
+        };
+        for (const e of episodes) {
+          await limit(e.key, e.first.n, e.first.cost);
+          t += e.wait;
+          hooks.setNow(t);
+          await limit(e.key, e.drain.n, e.drain.cost);
+          for (const aside of e.asides) {
+            const mine = admissions.filter((a) => a.key === e.key);
+            if (aside.kind === "refund") {
+              const a = mine[aside.pick % Math.max(1, mine.length)];
+              if (a === undefined) continue;
+              const asked = aside.partial ? 1 : undefined;
+              await l.refund(e.key, asked === undefined ? { decision: a.decision } : { decision: a.decision, cost: asked });
+              // the rules: never more than it charged, over every refund of it
+              a.refunded += Math.min(asked ?? a.cost, a.cost - a.refunded);
+            } else if (aside.kind === "foreign-key") {
+              const a = admissions.find((x) => x.key !== e.key);
+              if (a === undefined) continue;
+              const error = await l.refund(e.key, { decision: a.decision }).catch((x: unknown) => x);
+              expect(error).toBeInstanceOf(SluiceInputError);
+            } else if (aside.kind === "foreign-limiter") {
+              foreignDecisions.push(await other.limit(e.key, { cost: 1 }));
+              const error = await l.refund(e.key, { decision: foreignDecisions[aside.pick % foreignDecisions.length]! }).catch((x: unknown) => x);
+              expect(error).toBeInstanceOf(SluiceInputError);
+            } else {
+              // release: a lease of the key, held or not
+              const a = mine[aside.pick % Math.max(1, mine.length)];
+              if (a === undefined) continue;
+              await l.release(e.key, a.decision);
+              a.released = true;
+            }
+          }
+          await limit(e.key, e.last.n, e.last.cost);
+        }
+      }),
+      { numRuns: hooks.numRuns },
+    );
+  });
+
+  it("an obedient client (it comes back exactly retryAfterMs after a denial, with the same request) is served then: never denied twice for one wait, never escalated", async () => {
+    // rate policies only (a concurrency cap's retryAfterMs is a hint: a slot frees on a release),
+    // the first one always with a penalty box
+    const blocked = fc.tuple(policySpecArbitrary({ concurrency: false }), fc.constantFrom(300, 1000, 2500, { base: 200, factor: 3, max: 4000 }));
+    await fc.assert(
+      fc.asyncProperty(
+        blocked,
+        fc.array(policySpecArbitrary({ concurrency: false }), { maxLength: 2 }),
+        fc.array(fc.record({ dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })), cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 30 }),
+        async ([first, block], rest, requests) => {
+          const specs = [{ ...first, options: { ...first.options, block } } as PolicySpec, ...rest];
+          const policies = named(specs);
+          const l = hooks.limiter(policies);
+          let t = hooks.t0 + 29;
+          for (const request of requests) {
+            t += request.dt;
+            hooks.setNow(t);
+            const d = await l.limit("k", { cost: request.cost });
+            if (d.allowed || d.retryAfterMs === Infinity) continue;
+            const disagreement = await headersDisagree(d, policies);
+            if (disagreement !== undefined) throw new Error(`a 429 whose headers disagree with its body: ${disagreement}`);
+            t += d.retryAfterMs;
+            hooks.setNow(t);
+            const retried = await l.limit("k", { cost: request.cost });
+            if (!retried.allowed) {
+              throw new Error(
+                `denied again at now + retryAfterMs (${d.retryAfterMs} ms after a "${d.reason}" denial by ${d.policy}): ${retried.reason} by ${retried.policy}, retryAfterMs ${retried.retryAfterMs}`,
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: hooks.numRuns },
+    );
+  });
+}
+
+/** A store that forwards to `inner`, letting a test step in: count calls, fail or hold one. */
+function steppedInto(
+  inner: Store,
+  intercept: { consume?: () => void; refund?: (forward: () => Promise<unknown>) => Promise<unknown> | undefined },
+): Store {
+  return {
+    bind(namespace: StoreNamespace): BoundStore {
+      const bound = inner.bind(namespace);
+      return {
+        consume: async (key, cost, lease) => {
+          intercept.consume?.();
+          return lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease);
+        },
+        peek: async (key) => bound.peek(key),
+        reset: async (key) => bound.reset(key),
+        refund: async (key, cost, charge) => {
+          const forward = async () => bound.refund!(key, cost, charge);
+          const stepped = intercept.refund?.(forward);
+          return (stepped ?? forward()) as ReturnType<NonNullable<BoundStore["refund"]>>;
+        },
+        release: async (key, lease) => bound.release!(key, lease),
+      };
+    },
+  };
+}
+
+/**
+ * The hostile sequences that broke the protection features (each once reproduced on every store),
+ * as tests: each must hold on the store under test.
+ */
+export function testHostileSequences(hooks: InvariantHooks): void {
+  const at = (ms: number) => hooks.setNow(hooks.t0 + ms);
+  const make = (limits: Policy | Policy[], options: Partial<RateLimiterOptions> = {}) =>
+    new RateLimiter({ store: hooks.store(), limits, prefix: hooks.prefix(), denyCache: false, ...options });
+
+  it("refund() refuses a decision made for another key, prefix, tier or list of policies (SluiceInputError), and nothing changes", async () => {
+    at(0);
+    const limits = fixedWindow({ limit: 3, window: "1h", name: "hourly" });
+    const prefix = hooks.prefix();
+    const l = make(limits, { prefix });
+    const dA = await l.limit("A");
+    for (let i = 0; i < 3; i++) expect((await l.limit("B")).allowed).toBe(true);
+    const refused = async (decision: Decision) => {
+      const error = await l.refund("B", { decision }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SluiceInputError);
+      expect((error as Error).message).toMatch(/decision/);
+    };
+    await refused(dA); // another key
+    await refused(await make(limits).limit("B")); // another prefix
+    await refused(await make(limits, { prefix, tier: "pro" }).limit("B")); // another tier
+    // another list of policies under the same prefix: a cost-3 tokenBucket decision
+    await refused(await make(tokenBucket({ capacity: 5, refillRate: 1, name: "hourly" }), { prefix }).limit("B", { cost: 3 }));
+    await refused({ ...dA }); // a copy: cannot be checked
+    const after = await l.limit("B");
+    expect([after.allowed, after.remaining]).toEqual([false, 0]); // B was never given a 4th
+    // the same namespace through another limiter object: its decisions are this limiter's too
+    const twin = new RateLimiter({ store: hooks.store(), limits, prefix, denyCache: false });
+    expect((await twin.refund("A", { decision: dA })).remaining).toBe(3);
+  });
+
+  it("a bucket refund of a charge the refill has erased gives nothing back: no 4th admission at one instant", async () => {
+    const l = make(tokenBucket({ capacity: 3, refillRate: 1 }));
+    at(0);
+    const old = await l.limit("k");
+    expect(old.allowed).toBe(true);
+    at(10_000); // full again long since
+    const recent: Decision[] = [];
+    for (let i = 0; i < 3; i++) recent.push(await l.limit("k"));
+    expect(recent.map((d) => d.allowed)).toEqual([true, true, true]);
+    expect((await l.refund("k", { decision: old })).remaining).toBe(0);
+    expect((await l.limit("k")).allowed).toBe(false);
+    // a charge still in effect is given back in full, once
+    expect((await l.refund("k", { decision: recent[1]! })).remaining).toBe(1);
+    expect((await l.refund("k", { decision: recent[1]! })).remaining).toBe(1);
+    expect((await l.limit("k")).allowed).toBe(true);
+    expect((await l.limit("k")).allowed).toBe(false);
+  });
+
+  it("a refund that fails before reaching the store leaves the decision's units refundable; after a timeout they count as given back", async () => {
+    let mode: "pass" | "refused" | "hang" = "pass";
+    const store = steppedInto(hooks.store(), {
+      refund: (forward) => {
+        if (mode === "refused") return Promise.reject(new SluiceStoreError("connect ECONNREFUSED", { notApplied: true }));
+        if (mode === "hang") return new Promise(() => {}); // never answers (the store may or may not have applied it)
+        return forward();
+      },
+    });
+    const l = new RateLimiter({ store, limits: fixedWindow({ limit: 2, window: "1h" }), prefix: hooks.prefix(), denyCache: false, timeoutMs: 50 });
+    at(0);
+    const d = await l.limit("k");
+    await l.limit("k");
+    mode = "refused";
+    await expect(l.refund("k", { decision: d })).rejects.toMatchObject({ name: "SluiceStoreError", notApplied: true });
+    mode = "pass";
+    expect((await l.refund("k", { decision: d })).remaining).toBe(1); // the retry gives the unit back
+    const e = await l.limit("k");
+    mode = "hang";
+    await expect(l.refund("k", { decision: e })).rejects.toMatchObject({ name: "SluiceTimeoutError" });
+    mode = "pass";
+    expect((await l.refund("k", { decision: e })).remaining).toBe(0); // may have been applied: not twice
+  });
+
+  it("a blocked key is answered by the deny cache until its Retry-After: 200 calls, one store call", async () => {
+    let consumes = 0;
+    let local = 0;
+    const store = steppedInto(hooks.store(), { consume: () => consumes++ });
+    const l = new RateLimiter({
+      store,
+      limits: fixedWindow({ limit: 1, window: "1h", name: "login", block: "1m" }),
+      prefix: hooks.prefix(),
+      denyCache: { clock: () => local },
+    });
+    at(0);
+    expect((await l.limit("k")).allowed).toBe(true);
+    const blocked = await l.limit("k");
+    expect([blocked.reason, blocked.retryAfterMs]).toEqual(["blocked", 3_600_000]);
+    consumes = 0;
+    for (let i = 0; i < 200; i++) {
+      local += 10_000; // 2,000 s in all: inside the wait (less its skew margin)
+      at(local);
+      const d = await l.limit("k");
+      expect([d.allowed, d.reason]).toEqual([false, "cached-deny"]);
+      expect(d.retryAfterMs).toBe(Math.max(1, 3_600_000 - local));
+    }
+    expect(consumes).toBe(0);
+    local = 3_600_000; // the wait is over
+    at(local);
+    expect((await l.limit("k")).allowed).toBe(true);
+    expect(consumes).toBe(1);
+  });
+}
