@@ -266,7 +266,7 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
 
   const loginLimiter = new RateLimiter({ store, prefix: "demo-login", limits: LOGIN_LIMIT, onStoreError: "deny" });
   // only failed attempts count: a successful login's unit is given back after the handler
-  const countFailures = (response: Response) => response.status >= 400;
+  const countFailures = (_c: Context, response: Response) => response.status >= 400;
   app.post("/auth/login", rateLimiter({ limiter: loginLimiter, key: clientAddress, onDecision, countWhen: countFailures }), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const { username, password } = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;

@@ -3,22 +3,17 @@
  *
  * @module
  */
+import { type Decision, RateLimiter, SluiceConfigError, type Store, UNKNOWN_CLIENT_KEY, fixedWindow } from "@sluice/core";
 import {
-  type Decision,
   type Pipeline,
   type PipelineCommonOptions,
   type PipelineLimiterOptions,
   type PipelineOptions,
   type PipelineTieredOptions,
   type Platform,
-  RateLimiter,
-  SluiceConfigError,
-  type Store,
-  UNKNOWN_CLIENT_KEY,
   createPipeline,
   describeValue,
-  fixedWindow,
-} from "@sluice/core";
+} from "@sluice/core/adapter";
 
 export { UNKNOWN_CLIENT_KEY };
 
@@ -93,9 +88,10 @@ const platform: Platform<WorkerArgs<unknown>> = {
  *
  * @param handler - `{ fetch(request, env, ctx, rateLimit) }` (plus any other handlers), or the `fetch` function alone.
  * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
- *   `onLimited` (see `PipelineCommonOptions` and `TierSettings` in `@sluice/core`). Callbacks get
- *   the Worker's `(request, env, ctx)`, then what Sluice adds: `tier(request, env, ctx, key)`,
- *   `onLimited(request, env, ctx, decision)`.
+ *   `onLimited`, `countWhen`, `onDecision`, `onCallbackError` (see `PipelineCommonOptions` and
+ *   `TierSettings` in `@sluice/core`). Callbacks get the Worker's `(request, env, ctx)`, then what
+ *   Sluice adds: `tier(request, env, ctx, key)`, `onLimited(request, env, ctx, decision)`,
+ *   `countWhen(request, env, ctx, response, decision)`, `onDecision(request, env, ctx, decision, info)`.
  * @returns The handler object with its `fetch` rate-limited.
  *
  * @example

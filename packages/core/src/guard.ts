@@ -19,9 +19,26 @@ export interface GuardResult {
   /** The response to return when denied (the 429, or `onLimited`'s). `undefined` when allowed. */
   response: Response | undefined;
   /**
-   * Frees the request's concurrency lease (`decision.lease`, with a `concurrency()` limit): call it
-   * once the response has been sent — for a streamed body, when the stream ends — e.g. in a
-   * `finally`. Resolves at once when the decision holds no lease; never rejects (a failing release
+   * Finishes the request exactly as the adapters do: give it your handler's response and return
+   * what it resolves to. It adds the rate-limit headers the response lacks (headers it already
+   * has win; a response with immutable headers is copied), asks `countWhen` and refunds a request
+   * that should not count (a `countWhen` that throws is reported to `onCallbackError` and the
+   * response is served, counted), and with a `concurrency()` limit frees the lease once the
+   * response has been produced — a body when it ends or is cancelled, at once without one. Call it
+   * once per request; not needed when `response` is set (the 429 is complete).
+   * @example
+   * ```ts
+   * const { response, finish } = await guard(request);
+   * if (response) return response;
+   * return finish(await handler(request));
+   * ```
+   */
+  finish(response: Response): Promise<Response>;
+  /**
+   * Frees the request's concurrency lease (`decision.lease`, with a `concurrency()` limit) by hand,
+   * for code that does not use `finish`: call it once the response has been sent — for a streamed
+   * body, when the stream ends — e.g. in a `finally`, or when the handler throws. Resolves at once
+   * when the decision holds no lease (or it was already freed); never rejects (a failing release
    * goes to the limiter's `onStoreFailure`, and the lease then expires on its own).
    */
   release(): Promise<void>;
@@ -34,10 +51,14 @@ export type Guard = (request: Request) => Promise<GuardResult>;
 const leaveToCaller = () => () => {};
 
 /**
- * The request pipeline as a function of a `Request`. Configuration is validated here,
- * synchronously. The caller waits `decision.delayMs` (if a shaping `leakyBucket` asks for it), runs
- * its handler and adds `headers` to the response (`addRateLimitHeaders`); with a `concurrency()`
- * limit it calls `release()` once the response has been sent.
+ * The request pipeline as a function of a `Request`, for code that calls its handler itself.
+ * Configuration is validated here, synchronously. The guard decides; the caller waits
+ * `decision.delayMs` (if a shaping `leakyBucket` asks for it), hands `decision.pending` to its
+ * platform's `waitUntil`, runs its handler and returns `finish(handlerResponse)`, which applies the
+ * rate-limit headers, `countWhen` and the release of a concurrency lease exactly as the adapters
+ * do. Callbacks get the request first, then what Sluice adds: `tier(request, key)`,
+ * `onLimited(request, decision)`, `countWhen(request, response, decision)`,
+ * `onDecision(request, decision, info)`, `onCallbackError(request, error, callback)`.
  *
  * @example
  * ```ts
@@ -45,20 +66,35 @@ const leaveToCaller = () => () => {};
  *   limiter: new RateLimiter({ limits: slidingWindow({ limit: 100, window: "1m" }) }),
  *   trust: "cloudflare", // key by CF-Connecting-IP
  * });
- * const { response, headers } = await guard(request);
+ * const { response, finish } = await guard(request);
  * if (response) return response; // the 429
+ * return finish(await handler(request)); // with the RateLimit headers
  * ```
  *
- * @example A concurrency limit, on a server that calls its handler itself
+ * @example Count failed logins only
+ * ```ts
+ * const guard = createGuard({
+ *   limiter: new RateLimiter({ limits: fixedWindow({ limit: 5, window: "15m" }) }),
+ *   trust: "cloudflare",
+ *   countWhen: (request, response) => response.status === 401, // a successful login is refunded
+ * });
+ * const { response, finish } = await guard(request);
+ * return response ?? finish(await login(request));
+ * ```
+ *
+ * @example A concurrency limit: the slot is held until the response's body ends
  * ```ts
  * const guard = createGuard({ limiter: new RateLimiter({ limits: concurrency({ limit: 2 }) }), key: (request) => request.headers.get("x-api-key") ?? "anonymous" });
- * const { response, headers, release } = await guard(request);
+ * const { response, finish, release } = await guard(request);
  * if (response) return response;
+ * let report: Response;
  * try {
- *   return addRateLimitHeaders(await buildReport(), headers); // a body read to the end before the finally runs
- * } finally {
- *   await release();
+ *   report = await buildReport(); // a streamed body
+ * } catch (error) {
+ *   await release(); // no response: free the slot now
+ *   throw error;
  * }
+ * return finish(report); // frees the slot when the stream ends
  * ```
  *
  * @example Tiers
@@ -72,10 +108,16 @@ const leaveToCaller = () => () => {};
  * ```
  */
 export function createGuard(options: GuardOptions): Guard {
-  const { check, release } = createPipeline<[request: Request]>(options, { where: "createGuard", request: (request) => request, waitUntil: leaveToCaller });
+  const { check, finish, release } = createPipeline<[request: Request]>(options, { where: "createGuard", request: (request) => request, waitUntil: leaveToCaller });
   return async function guard(request) {
     const outcome = await check(request);
     const { decision, headers, response } = outcome;
-    return { decision, headers: new Headers(headers), response, release: () => release(outcome) };
+    return {
+      decision,
+      headers: new Headers(headers),
+      response,
+      finish: async (handlerResponse) => finish(outcome, handlerResponse),
+      release: () => release(outcome),
+    };
   };
 }

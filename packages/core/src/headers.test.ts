@@ -2,25 +2,23 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_HEADER_STYLES,
   type Decision,
-  HEADER_FORMATTERS,
   type HeaderStyle,
   MemoryStore,
   type PartitionKeyOption,
   type Policy,
   RateLimiter,
   SluiceConfigError,
-  compileRateLimitHeaders,
   createGuard,
   fixedWindow,
   ietfPolicyHeader,
   leakyBucket,
   partitionKeyOf,
-  resolveHeaderStyles,
   setRateLimitHeaders,
   slidingLog,
   slidingWindow,
   tokenBucket,
 } from "./index.js";
+import { HEADER_FORMATTERS, compileRateLimitHeaders, resolveHeaderStyles } from "./adapter.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -85,12 +83,20 @@ describe('"ietf" style', () => {
     expect(written(allowed, ["ietf"], limiter.policies)).toEqual({ "ratelimit-policy": policyHeader, ratelimit: state });
 
     // cost 4 is denied by the leaky bucket (retry 100 ms) and the log (retry 10 s): nothing consumed,
-    // so every member reports the same state; Retry-After comes from the binding policy (the log)
+    // so the others report the same state, and the two that denied it r=0 (nothing left for this
+    // request, though a smaller one would fit); Retry-After comes from the binding policy (the log)
     const denied = await limiter.limit("k", { cost: 4 });
     expect(denied.allowed).toBe(false);
+    expect(denied.policies.map((p) => [p.allowed, p.remaining])).toEqual([
+      [true, 98],
+      [true, 8],
+      [false, 3],
+      [true, 998],
+      [false, 3],
+    ]);
     expect(written(denied, ["ietf"], limiter.policies)).toEqual({
       "ratelimit-policy": policyHeader,
-      ratelimit: state,
+      ratelimit: '"100-per-1m";r=98;t=18, "10-burst-3-per-1s";r=8;t=1, "5-burst-10-per-1s";r=0;t=1, "1000-per-1h";r=998;t=4578, "5-per-10s";r=0;t=10',
       "retry-after": "10",
     });
   });
@@ -227,7 +233,7 @@ describe("defaults and Retry-After", () => {
     expect(decision).toMatchObject({ allowed: false, reason: "cost-exceeds-limit", retryAfterMs: Infinity });
     expect(written(decision, ["ietf", "legacy"], limiter.policies)).toEqual({
       "ratelimit-policy": '"100-per-1m";q=100;w=60',
-      ratelimit: '"100-per-1m";r=100;t=18',
+      ratelimit: '"100-per-1m";r=0;t=18', // the policy that denied it: r=0
       "x-ratelimit-limit": "100",
       "x-ratelimit-remaining": "100",
       "x-ratelimit-reset": "1700000040",

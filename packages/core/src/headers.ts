@@ -14,7 +14,8 @@ import type { Decision, PolicyResult } from "./types.js";
  * - `"ietf"`: draft-ietf-httpapi-ratelimit-headers-10/11, one list member per policy:
  *   `RateLimit-Policy: "100-per-1m";q=100;w=60` and `RateLimit: "100-per-1m";r=42;t=18`, where `t`
  *   is the effective window: seconds until the policy's available quota next grows
- *   ({@link PolicyResult.refillAt}). A concurrency cap: `"exports";q=2;qu="concurrent-requests"`,
+ *   ({@link PolicyResult.refillAt}). A policy that denied the request has `r=0`, so on a 429 each
+ *   violated policy reads `r=0` and `Retry-After` is never earlier than its `t`. A concurrency cap: `"exports";q=2;qu="concurrent-requests"`,
  *   and `r` is the free slots (`t`: at most 1 s, when a slot may next free).
  * - `"draft-7"`: `RateLimit: limit=100, remaining=42, reset=18` and `RateLimit-Policy: 100;w=60`
  *   (binding policy; `reset` = seconds until it is back to its full quota).
@@ -85,7 +86,8 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
         let value = "";
         for (let i = 0; i < results.length; i++) {
           const r = results[i] as PolicyResult;
-          const member = `${members[i] ?? `"${r.policy}";`}r=${r.remaining};t=${secondsUntil(r.refillAt, now)}`;
+          // a policy that denied this request has nothing left for it: r=0, whatever a smaller cost could still get
+          const member = `${members[i] ?? `"${r.policy}";`}r=${r.allowed ? r.remaining : 0};t=${secondsUntil(r.refillAt, now)}`;
           value = i === 0 ? member : `${value}, ${member}`;
           if (pk !== undefined) value += `;pk=${pk}`;
         }
@@ -230,4 +232,92 @@ export function resolvePartitionKey(option: unknown): string | undefined {
     return (option as { salt: string }).salt;
   }
   throw new SluiceConfigError(`partitionKey must be true, false or { salt: string }; got ${describe(option)}`);
+}
+
+/** Whether a header value is an IETF list of policies (`"name";…`), not a draft-7 `limit=…` value. */
+function isPolicyList(value: string): boolean {
+  return value.startsWith('"');
+}
+
+/** The policy name of one IETF list member, `"name";r=1;t=2` → `name`. */
+function memberName(member: string): string {
+  return member.slice(1, member.indexOf('"', 1));
+}
+
+/** Two IETF lists as one: the outer layer's members (but those the inner one names too), then the inner's. */
+function joinPolicyLists(outer: string, inner: string): string {
+  const innerMembers = inner.split(",").map((m) => m.trim());
+  const innerNames = new Set(innerMembers.map(memberName));
+  const kept = outer
+    .split(",")
+    .map((m) => m.trim())
+    .filter((m) => !innerNames.has(memberName(m)));
+  return [...kept, ...innerMembers].join(", ");
+}
+
+/** The binding policy's remaining units a layer wrote in a single-policy style, if it wrote one. */
+function remainingOf(headers: readonly (readonly [string, string])[]): number | undefined {
+  for (const [name, value] of headers) {
+    const field = name.toLowerCase();
+    if (field === "x-ratelimit-remaining" || field === "ratelimit-remaining") return Number(value);
+    if (field === "ratelimit" && !isPolicyList(value)) {
+      const match = /remaining=(\d+)/.exec(value);
+      if (match !== null) return Number(match[1]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The rate-limit headers of one response that two layers limited (a Next.js proxy in front of a
+ * wrapped route handler, say): one set that agrees with whichever layer answered.
+ *
+ * - The IETF lists (`RateLimit`, `RateLimit-Policy`) are joined: the outer layer's members, then
+ *   the inner layer's; a policy both name is the inner layer's.
+ * - The single-policy styles (`"draft-7"`, `"draft-6"`, `"legacy"`) describe one binding policy, so
+ *   they come from one layer: the inner one when it denied the request (it wrote `Retry-After`, or
+ *   `innerDenied` says so), else the one with fewer units remaining (the inner one on a tie or
+ *   when that cannot be read).
+ * - `Retry-After` is the later of the two.
+ * - A field only one layer wrote is kept as it is.
+ *
+ * @param outer - The outer layer's headers (the one that ran first and let the request through).
+ * @param inner - The inner layer's headers.
+ * @param innerDenied - Whether the inner layer denied the request; by default, whether it wrote `Retry-After`.
+ * @example
+ * ```ts
+ * mergeRateLimitHeaders(
+ *   [["RateLimit-Policy", '"100-per-1m";q=100;w=60'], ["RateLimit", '"100-per-1m";r=88;t=48']],
+ *   [["RateLimit-Policy", '"10-burst";q=10;w=10'], ["RateLimit", '"10-burst";r=0;t=1'], ["Retry-After", "1"]],
+ * );
+ * // [["RateLimit-Policy", '"100-per-1m";q=100;w=60, "10-burst";q=10;w=10'],
+ * //  ["RateLimit", '"100-per-1m";r=88;t=48, "10-burst";r=0;t=1'], ["Retry-After", "1"]]
+ * ```
+ */
+export function mergeRateLimitHeaders(
+  outer: readonly (readonly [string, string])[],
+  inner: readonly (readonly [string, string])[],
+  innerDenied?: boolean,
+): [name: string, value: string][] {
+  const innerFields = new Map<string, readonly [string, string]>();
+  for (const pair of inner) innerFields.set(pair[0].toLowerCase(), pair);
+  let innerBinds = innerDenied ?? innerFields.has("retry-after");
+  if (!innerBinds) {
+    const outerRemaining = remainingOf(outer);
+    const innerRemaining = remainingOf(inner);
+    innerBinds = outerRemaining === undefined || innerRemaining === undefined || innerRemaining <= outerRemaining;
+  }
+  const merged: [name: string, value: string][] = [];
+  const seen = new Set<string>();
+  for (const [name, value] of outer) {
+    const field = name.toLowerCase();
+    seen.add(field);
+    const theirs = innerFields.get(field);
+    if (theirs === undefined) merged.push([name, value]);
+    else if (field === "retry-after") merged.push([name, String(Math.max(Number(value), Number(theirs[1])))]);
+    else if (isPolicyList(value) && isPolicyList(theirs[1])) merged.push([name, joinPolicyLists(value, theirs[1])]);
+    else merged.push(innerBinds ? [theirs[0], theirs[1]] : [name, value]);
+  }
+  for (const [name, value] of inner) if (!seen.has(name.toLowerCase())) merged.push([name, value]);
+  return merged;
 }

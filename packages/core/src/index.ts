@@ -49,19 +49,16 @@ export {
   type DenyCacheOptions,
 } from "./deny-cache.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
+// the header writer machinery (compileRateLimitHeaders, resolveHeaderStyles, HEADER_FORMATTERS,
+// mergeRateLimitHeaders) is in the "@sluice/core/adapter" entry, with createPipeline
 export {
   setRateLimitHeaders,
-  compileRateLimitHeaders,
-  resolveHeaderStyles,
   ietfPolicyHeader,
   partitionKeyOf,
   DEFAULT_HEADER_STYLES,
-  HEADER_FORMATTERS,
   type HeaderStyle,
   type HeadersOption,
   type HeaderSink,
-  type HeaderWriter,
-  type HeaderFormatter,
   type PartitionKeyOption,
 } from "./headers.js";
 export {
@@ -74,20 +71,16 @@ export {
 } from "./response.js";
 export { clientIp, normalizeIp, validateClientIpOptions, UNKNOWN_CLIENT_KEY, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
 export { createGuard, type Guard, type GuardOptions, type GuardResult } from "./guard.js";
-export {
-  createPipeline,
-  describeValue,
-  type Pipeline,
-  type PipelineOptions,
-  type PipelineCommonOptions,
-  type DecisionInfo,
-  type PipelineLimiterOptions,
-  type PipelineTieredOptions,
-  type TierSettings,
-  type TierConfig,
-  type Platform,
-  type Outcome,
-  type HeaderList,
+// the options every adapter takes (createPipeline itself is in "@sluice/core/adapter")
+export type {
+  PipelineOptions,
+  PipelineCommonOptions,
+  CallbackName,
+  DecisionInfo,
+  PipelineLimiterOptions,
+  PipelineTieredOptions,
+  TierSettings,
+  TierConfig,
 } from "./pipeline/index.js";
 // writing a store of your own: the contract, the key schema and a pure decide over a JSON state
 // are in the "@sluice/core/store" entry

@@ -1,6 +1,7 @@
 /**
- * `onDecision(decision, info)`: called once per decided request, after the decision, with the
- * key's hash, the tier and the route; never for a skipped request; never able to break one.
+ * `onDecision(...frameworkArgs, decision, info)`: called once per decided request, after the
+ * decision, with the framework's arguments, then the decision, the key's hash, the tier and the
+ * route; never for a skipped request; never able to break one (its errors go to `onCallbackError`).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
@@ -11,10 +12,10 @@ import {
   SluiceConfigError,
   type Store,
   createGuard,
-  createPipeline,
   fixedWindow,
   partitionKeyOf,
 } from "./index.js";
+import { createPipeline } from "./adapter.js";
 
 const T0 = 1_700_000_022_000;
 const store = () => new MemoryStore({ clock: () => T0 });
@@ -32,9 +33,11 @@ async function expectedHash(storageKey: string, salt = ""): Promise<string> {
 
 /** Records every call as plain data (the getters read). */
 function recorder() {
-  const calls: { decision: Decision; info: { keyHash: string; tier: string | undefined; route: string } }[] = [];
-  const onDecision = (decision: Decision, info: DecisionInfo) => {
-    calls.push({ decision, info: { keyHash: info.keyHash, tier: info.tier, route: info.route } });
+  const calls: { framework: unknown[]; decision: Decision; info: { keyHash: string; tier: string | undefined; route: string } }[] = [];
+  const onDecision = (...args: [...unknown[], Decision, DecisionInfo]) => {
+    const info = args.pop() as DecisionInfo;
+    const decision = args.pop() as Decision;
+    calls.push({ framework: args, decision, info: { keyHash: info.keyHash, tier: info.tier, route: info.route } });
   };
   return { calls, onDecision };
 }
@@ -44,12 +47,15 @@ afterEach(() => {
 });
 
 describe("onDecision", () => {
-  it("is called once per decided request with the very decision, the key's hash, no tier and the route", async () => {
+  it("is called once per decided request with the request, the very decision, the key's hash, no tier and the route", async () => {
     const { calls, onDecision } = recorder();
     const guard = createGuard({ limiter: new RateLimiter({ store: store(), limits: fixedWindow({ limit: 2, window: "1m" }) }), key: byApiKey, onDecision });
     const results: Awaited<ReturnType<typeof guard>>[] = [];
-    for (let i = 0; i < 3; i++) results.push(await guard(request("/api/items?token=secret#x", "k1")));
+    const requests = [0, 1, 2].map(() => request("/api/items?token=secret#x", "k1"));
+    for (const r of requests) results.push(await guard(r));
     expect(calls).toHaveLength(3);
+    calls.forEach((c, i) => expect(c.framework).toEqual([requests[i]]));
+    calls.forEach((c, i) => expect(c.framework[0]).toBe(requests[i]));
     expect(calls.map((c) => c.decision)).toEqual(results.map((r) => r.decision));
     calls.forEach((c, i) => expect(c.decision).toBe(results[i]?.decision)); // the same objects, not copies
     expect(calls.map((c) => [c.decision.allowed, c.decision.reason, c.decision.remaining])).toEqual([
@@ -115,12 +121,14 @@ describe("onDecision", () => {
     expect(onDecision).toHaveBeenCalledTimes(1);
   });
 
-  it("a callback that throws or rejects cannot break the request, and the request does not wait for it", async () => {
+  it("a callback that throws or rejects cannot break the request, and the request does not wait for it; the error goes to onCallbackError", async () => {
     const unhandled = vi.fn();
     process.on("unhandledRejection", unhandled);
+    const reported: [unknown, string, string][] = [];
+    const onCallbackError = (r: Request, error: unknown, callback: string) => reported.push([r.url, (error as Error).message, callback]);
     try {
       const limiter = new RateLimiter({ store: store(), limits: fixedWindow({ limit: 1, window: "1m" }) });
-      const throwing = createGuard({ limiter, key: byApiKey, onDecision: () => { throw new Error("logger down"); } });
+      const throwing = createGuard({ limiter, key: byApiKey, onCallbackError, onDecision: () => { throw new Error("logger down"); } });
       const allowed = await throwing(request("/", "k"));
       expect(allowed.decision?.allowed).toBe(true);
       expect(allowed.response).toBeUndefined();
@@ -132,6 +140,7 @@ describe("onDecision", () => {
       const rejecting = createGuard({
         limiter: new RateLimiter({ store: store(), limits: fixedWindow({ limit: 1, window: "1m" }) }),
         key: byApiKey,
+        onCallbackError,
         onDecision: async () => {
           await slow; // never released before the guard answers: the guard does not wait
           throw new Error("async logger down");
@@ -139,8 +148,14 @@ describe("onDecision", () => {
       });
       const result = await rejecting(request("/", "k"));
       expect(result.decision?.allowed).toBe(true);
+      expect(reported).toEqual([
+        ["https://api.test/", "logger down", "onDecision"],
+        ["https://api.test/", "logger down", "onDecision"],
+      ]);
       release();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await slow;
+      await vi.waitFor(() => expect(reported).toHaveLength(3));
+      expect(reported[2]).toEqual(["https://api.test/", "async logger down", "onDecision"]);
       expect(unhandled).not.toHaveBeenCalled();
     } finally {
       process.off("unhandledRejection", unhandled);
@@ -193,9 +208,11 @@ describe("onDecision", () => {
       { limiter: new RateLimiter({ store: store(), limits: fixedWindow({ limit: 5, window: "1m" }) }), key: (ctx) => byApiKey(ctx.req), onDecision },
       { where: "test", params: "ctx", request: (ctx) => ctx.req },
     );
-    const response = await pipeline.handle([{ req: request("/v1/things/42?x=1", "k", "DELETE") }], () => new Response("ok"));
+    const ctx = { req: request("/v1/things/42?x=1", "k", "DELETE") };
+    const response = await pipeline.handle([ctx], () => new Response("ok"));
     expect(response.status).toBe(200);
     expect(calls.map((c) => c.info.route)).toEqual(["DELETE /v1/things/42"]);
+    expect(calls[0]?.framework[0]).toBe(ctx);
   });
 
   it("info serializes with its computed fields (an undefined tier is left out, as JSON does)", async () => {
@@ -203,14 +220,27 @@ describe("onDecision", () => {
     const guard = createGuard({
       limiter: new RateLimiter({ store: store(), limits: fixedWindow({ limit: 5, window: "1m" }) }),
       key: byApiKey,
-      onDecision: (_decision, info) => infos.push(JSON.stringify(info)),
+      onDecision: (_request, _decision, info) => infos.push(JSON.stringify(info)),
     });
     await guard(request("/x", "k"));
     expect(JSON.parse(infos[0] as string)).toEqual({ keyHash: await expectedHash("sluice::k"), route: "GET /x" });
   });
 
+  it("without onCallbackError, an error of onDecision is logged with console.error, naming the adapter; a throwing onCallbackError is ignored", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const limiter = new RateLimiter({ store: store(), limits: fixedWindow({ limit: 5, window: "1m" }) });
+    const error = new Error("logger down");
+    const guard = createGuard({ limiter, key: byApiKey, onDecision: () => { throw error; } });
+    expect((await guard(request("/", "k"))).decision?.allowed).toBe(true);
+    expect(logged.mock.calls).toEqual([["[sluice] createGuard: onDecision threw; the request went on. Pass onCallbackError to report it yourself.", error]]);
+    const reporterThrows = createGuard({ limiter, key: byApiKey, onDecision: () => { throw error; }, onCallbackError: () => { throw new Error("reporter down"); } });
+    expect((await reporterThrows(request("/", "k"))).decision?.allowed).toBe(true);
+    expect(logged).toHaveBeenCalledTimes(1);
+  });
+
   it("must be a function", () => {
     const limiter = new RateLimiter({ store: store(), limits: fixedWindow({ limit: 5, window: "1m" }) });
+    expect(() => createGuard({ limiter, key: byApiKey, onCallbackError: "log" as never })).toThrow('createGuard: onCallbackError must be a function; got "log"');
     expect(() => createGuard({ limiter, key: byApiKey, onDecision: "log" as never })).toThrow(SluiceConfigError);
     expect(() => createGuard({ limiter, key: byApiKey, onDecision: "log" as never })).toThrow('createGuard: onDecision must be a function; got "log"');
   });

@@ -13,9 +13,9 @@ import {
   type Store,
   concurrency,
   createGuard,
-  createPipeline,
   fixedWindow,
 } from "./index.js";
+import { createPipeline } from "./adapter.js";
 
 type Args = [request: Request];
 const platform = { where: "test", request: (request: Request) => request };
@@ -141,7 +141,7 @@ describe("handle: the lease is held until the response has been produced", () =>
 
   it("countWhen's refund and the release both happen; a failing release goes to onStoreFailure and the response still goes out", async () => {
     const limiter = new RateLimiter({ store: new MemoryStore(), limits: [concurrency({ limit: 1 }), fixedWindow({ limit: 5, window: "1m", name: "per-minute" })] });
-    const { handle } = createPipeline<Args>({ limiter, key: () => "k", countWhen: (response) => response.status >= 400 }, platform);
+    const { handle } = createPipeline<Args>({ limiter, key: () => "k", countWhen: (_request, response) => response.status >= 400 }, platform);
     await (await handle([request()], () => new Response("fine"))).text();
     expect((await limiter.peek("k")).policies.map((p) => p.remaining)).toEqual([1, 5]);
 

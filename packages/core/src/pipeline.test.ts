@@ -3,14 +3,13 @@ import {
   type Decision,
   type LimitOptions,
   MemoryStore,
-  type PipelineOptions,
-  type Platform,
   RateLimiter,
   SluiceConfigError,
-  createPipeline,
   fixedWindow,
   leakyBucket,
 } from "./index.js";
+import { type PipelineOptions, type Platform, createPipeline } from "./adapter.js";
+import type { RefundCharge } from "./types.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later. */
 const T0 = 1_700_000_022_000;
@@ -237,7 +236,7 @@ describe("countWhen: only the requests that should count", () => {
     const limiter = limiterOf(3);
     const seen: [number, unknown][] = [];
     const pipeline = createPipeline<Args>(
-      { limiter, key: () => "ip:1", countWhen: (response, decision) => (seen.push([response.status, decision.remaining]), response.status >= 400) },
+      { limiter, key: () => "ip:1", countWhen: (_request, _env, _ctx, response, decision) => (seen.push([response.status, decision.remaining]), response.status >= 400) },
       platform,
     );
     const statuses: number[] = [];
@@ -272,7 +271,7 @@ describe("countWhen: only the requests that should count", () => {
           consume: async (key: string, cost: number) => bound.consume(key, cost),
           peek: async (key: string) => bound.peek(key),
           reset: async (key: string) => bound.reset(key),
-          refund: async (key: string, cost: number, at: number | undefined) => {
+          refund: async (key: string, cost: number, at: RefundCharge | undefined) => {
             if (mode === "reject") throw new Error("store down");
             return bound.refund!(key, cost, at);
           },

@@ -71,10 +71,12 @@ describe("core purity", () => {
       .map(([subpath, conditions]) => [subpath, (conditions as Record<string, unknown>)["@sluice/source"]]);
     expect(entries).toEqual([
       [".", "./src/index.ts"],
+      ["./adapter", "./src/adapter.ts"],
       ["./store", "./src/store.ts"],
     ]);
-    // node10 resolution (no exports map) finds the subpath's types through typesVersions
+    // node10 resolution (no exports map) finds the subpaths' types through typesVersions
     expect(manifest.typesVersions?.["*"]?.store).toEqual(["./dist/store.d.cts"]);
+    expect(manifest.typesVersions?.["*"]?.adapter).toEqual(["./dist/adapter.d.cts"]);
   });
 
   /** The glob key (`./a/b.ts`) of the relative specifier `specifier` in the source `from`. */
@@ -87,7 +89,7 @@ describe("core purity", () => {
     return parts.join("/");
   };
 
-  it("every source is reached from an entry (index.ts, store.ts) through relative imports", () => {
+  it("every source is reached from an entry (index.ts, adapter.ts, store.ts) through relative imports", () => {
     const seen = new Set<string>();
     const visit = (file: string) => {
       if (seen.has(file)) return;
@@ -97,6 +99,7 @@ describe("core purity", () => {
       for (const s of specifiers(code)) visit(resolveFrom(file, s));
     };
     visit("./index.ts");
+    visit("./adapter.ts");
     visit("./store.ts");
     expect([...seen].sort()).toEqual(Object.keys(sources).sort());
   });

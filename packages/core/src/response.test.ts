@@ -78,7 +78,7 @@ describe("the default 429", () => {
     expect(Object.fromEntries(r.headers)).toEqual({
       "content-type": "application/problem+json",
       "ratelimit-policy": '"1-per-1m";q=1;w=60',
-      ratelimit: '"1-per-1m";r=1;t=18',
+      ratelimit: '"1-per-1m";r=0;t=18', // the violated policy: r=0
       "x-ratelimit-limit": "1",
       "x-ratelimit-remaining": "1",
       "x-ratelimit-reset": "1700000040",

@@ -4,15 +4,8 @@
  * `RateLimit` headers (plus draft-7, draft-6 and legacy `X-RateLimit-*`), an RFC 9457
  * `application/problem+json` 429, and the decision at `c.get("rateLimit")`.
  */
-import {
-  type Decision,
-  type Outcome,
-  type PipelineLimiterOptions,
-  type PipelineTieredOptions,
-  type Platform,
-  UNKNOWN_CLIENT_KEY,
-  createPipeline,
-} from "@sluice/core";
+import { type Decision, UNKNOWN_CLIENT_KEY } from "@sluice/core";
+import { type Outcome, type PipelineLimiterOptions, type PipelineTieredOptions, type Platform, createPipeline } from "@sluice/core/adapter";
 import type { Context, Env, MiddlewareHandler, Next } from "hono";
 
 export type { Decision } from "@sluice/core";
@@ -49,41 +42,19 @@ const platform: Platform<[c: Context]> = {
   },
 };
 
-/** What the middleware uses of Node's `ServerResponse` (or `Http2ServerResponse`). */
-interface NodeOutgoing {
-  readonly headersSent: boolean;
-  setHeader(name: string, value: string): unknown;
-}
-
 /**
- * Puts the rate-limit headers where the response will be written; answers whether nothing is left
- * to add to the handler's response afterwards (they went to Node's response, or there are none):
- * `finish` is then told so.
- *
- * On `@hono/node-server` (`c.env.outgoing`, Node's `ServerResponse`, head not yet sent) they are set
- * there: Node merges them into the head when the response is written, and the handler's own
- * headers of the same name win (`writeHead` takes precedence over `setHeader`). `c.header()` would
- * instead make Hono build the response's headers as a Fetch `Headers` object (validated, sorted,
- * then copied into a plain object for Node), which the HTTP benchmark's profile showed costing as
- * much as the whole rest of the middleware. Anywhere else (Workers, Bun, Deno, `app.request()` in
- * tests), `c.header()`: the headers are then on `c.res` as well.
+ * Sets the rate-limit headers through Hono, before the handler runs: `c.header()` then puts them
+ * on every response built with `c` (`c.json()`, `c.text()`, `c.body()`…), under the handler's own
+ * headers of the same name, and the middleware before this one sees them on `c.res` after
+ * `await next()` — on every runtime, `@hono/node-server` included. The values were formatted once
+ * per request by the pipeline (and everything static, such as `RateLimit-Policy`, once per
+ * limiter): this is one `set` per header on the one `Headers` object the response is built from.
  */
-function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): boolean {
-  if (headers.length === 0) return true;
-  const env = c.env as { outgoing?: NodeOutgoing } | undefined;
-  const outgoing = typeof env === "object" && env !== null ? env.outgoing : undefined;
-  if (typeof outgoing === "object" && outgoing !== null && typeof outgoing.setHeader === "function" && outgoing.headersSent === false) {
-    for (let i = 0; i < headers.length; i++) {
-      const header = headers[i] as readonly [string, string];
-      outgoing.setHeader(header[0], header[1]);
-    }
-    return true;
-  }
+function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): void {
   for (let i = 0; i < headers.length; i++) {
     const header = headers[i] as readonly [string, string];
     c.header(header[0], header[1]);
   }
-  return false;
 }
 
 /**
@@ -92,9 +63,9 @@ function writeHeaders(c: Context, headers: readonly (readonly [string, string])[
  * Each request is keyed (`key`, or the client address with `trust`), checked against the limiter
  * (or its tier's limits), and then either passed on — with `c.get("rateLimit")` set and the
  * rate-limit headers on the final response, whatever the handler returned (headers it sets
- * itself win; on `@hono/node-server` they are set on Node's response, so `c.res.headers` does not
- * show them there: read `c.get("rateLimit")`) — or answered with the 429 (or `onLimited`'s
- * response) without calling the handler.
+ * itself win), written through Hono (`c.header()`), so a middleware registered before this one
+ * reads them from `c.res.headers` after `await next()` on every runtime — or answered with the 429
+ * (or `onLimited`'s response) without calling the handler.
  * A decision that asks to be shaped (`delayMs > 0`, a `leakyBucket` with a `queue`) waits
  * `delayMs` first. With a `concurrency()` limit, the request's lease is freed when the response
  * has been produced: when its body ends or is cancelled (a streamed `c.body(stream)` or
@@ -106,9 +77,11 @@ function writeHeaders(c: Context, headers: readonly (readonly [string, string])[
  * Generic over the app's `Env`, so callbacks see a typed `c.env`: `rateLimiter<{ Bindings: Bindings }>(...)`.
  *
  * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
- *   `onLimited`, and with tiers `store`, `prefix`, `tierCacheTtlMs`…: see `PipelineCommonOptions`
- *   and `TierSettings` in `@sluice/core`. Callbacks get `c`, then what Sluice adds:
- *   `tier(c, key)`, `onLimited(c, decision)`.
+ *   `onLimited`, `countWhen`, `onDecision`, `onCallbackError`, and with tiers `store`, `prefix`,
+ *   `tierCacheTtlMs`…: see `PipelineCommonOptions` and `TierSettings` in `@sluice/core`. Callbacks
+ *   get `c`, then what Sluice adds: `tier(c, key)`, `onLimited(c, decision)`,
+ *   `countWhen(c, response, decision)`, `onDecision(c, decision, info)`,
+ *   `onCallbackError(c, error, callback)`.
  * @returns The middleware; it sets `c.get("rateLimit")`.
  *
  * @example
@@ -151,8 +124,7 @@ function writeHeaders(c: Context, headers: readonly (readonly [string, string])[
  */
 export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions<E>): MiddlewareHandler<E & { Variables: RateLimitVariables }> {
   const { checkNow, delay, finish, release } = createPipeline<[c: Context<E>]>(options, platform);
-  // without countWhen, a response whose headers went to Node's response needs nothing after the
-  // handler: the middleware then hands Hono next()'s own promise and keeps no frame of its own
+  // only countWhen makes finish asynchronous (a lease too, handled apart)
   const finishes = options.countWhen !== undefined;
 
   return function rateLimiter(c, next) {
@@ -171,21 +143,29 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     if (decision === undefined) return next();
     c.set("rateLimit", decision);
     if (outcome.response !== undefined) return Promise.resolve(outcome.response);
-    // before next(), so that they are on the handler's response and headers it sets win: on Node's
-    // ServerResponse when there is one, else through Hono
-    const written = writeHeaders(c, outcome.headers);
-    if (decision.lease !== undefined) return leased(outcome, c, next, written);
-    if (written && !finishes && decision.delayMs <= 0) return next();
-    return served(outcome, c, next, written);
+    // before next(): on every response built with c, under the handler's own headers
+    writeHeaders(c, outcome.headers);
+    if (decision.lease !== undefined) return leased(outcome, c, next);
+    if (finishes || decision.delayMs > 0) return served(outcome, c, next);
+    if (outcome.headers.length === 0) return next();
+    return next().then(() => complete(outcome, c));
+  }
+
+  /**
+   * After the handler: a response it built without `c` (`new Response(...)`, a `fetch()` response
+   * with immutable headers) gets the headers it lacks here; one built with `c` already has them all.
+   */
+  function complete(outcome: Outcome, c: Context): void {
+    const response = finish(outcome, c.res) as Response; // synchronous without countWhen or a lease
+    if (response !== c.res) c.res = response;
   }
 
   /** A request that waits `delayMs`, or whose response `finish` completes (headers, countWhen). */
-  async function served(outcome: Outcome, c: Context, next: Next, written: boolean): Promise<void> {
+  async function served(outcome: Outcome, c: Context, next: Next): Promise<void> {
     if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
     await next();
-    // a response built without them (new Response(...), immutable headers) gets them here; only
-    // countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
-    const finished = finish(outcome, c.res, written);
+    // only countWhen makes finish asynchronous, and a plain value is not awaited (a microtask turn saved)
+    const finished = finish(outcome, c.res);
     const response = finished instanceof Promise ? await finished : finished;
     if (response !== c.res) c.res = response;
   }
@@ -195,11 +175,11 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
    * when it ends (or frees it now when there is no body); if the handler or `finish` throws, it is
    * freed here.
    */
-  async function leased(outcome: Outcome, c: Context, next: Next, written: boolean): Promise<void> {
+  async function leased(outcome: Outcome, c: Context, next: Next): Promise<void> {
     try {
       if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
       await next();
-      const finished = finish(outcome, c.res, written);
+      const finished = finish(outcome, c.res);
       const response = finished instanceof Promise ? await finished : finished;
       if (response !== c.res) c.res = response;
     } catch (error) {

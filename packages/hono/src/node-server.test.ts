@@ -1,7 +1,8 @@
 /**
- * On `@hono/node-server` the middleware sets the rate-limit headers on Node's `ServerResponse`
- * (`c.env.outgoing`) instead of through `c.header()`: checked over real HTTP, header by header,
- * against what the same app answers through `app.request()` (where `c.header()` is used).
+ * On `@hono/node-server` the middleware writes the rate-limit headers through Hono (`c.header()`
+ * before the handler runs), as on every runtime: a middleware registered before it reads them from
+ * `c.res.headers` after `await next()`. Checked over real HTTP, header by header, against what the
+ * same app answers through `app.request()`.
  */
 import type { AddressInfo } from "node:net";
 import { request as httpRequest } from "node:http";
@@ -58,20 +59,35 @@ async function listen(app: Hono): Promise<number> {
   });
 }
 
-describe("rateLimiter on @hono/node-server: headers on Node's response", () => {
-  it("a c.text response carries exactly the IETF and legacy headers, once each, with the handler's content type and length", async () => {
-    const app = new Hono<{ Bindings: { outgoing: import("node:http").ServerResponse } }>();
-    let seen: unknown[] = [];
+describe("rateLimiter on @hono/node-server: headers through Hono", () => {
+  it("a middleware registered before rateLimiter reads RateLimit from c.res.headers after await next(): allowed, raw Response, 429", async () => {
+    const app = new Hono();
+    const seen: [string, string | null, string | null][] = [];
     app.use(async (c, next) => {
       await next();
-      // where they are: on Node's response, not on c.res (a middleware reads c.get("rateLimit"))
-      seen = [c.env.outgoing.getHeader("ratelimit"), c.res.headers.get("ratelimit")];
+      seen.push([c.req.path, c.res.headers.get("RateLimit"), c.res.headers.get("Retry-After")]);
     });
+    app.use(rateLimiter({ limiter: limiterOf(2), key: () => "k" }));
+    app.get("/", (c) => c.text("ok"));
+    app.get("/raw", () => new Response("raw")); // built without c: the headers are added after it
+    const port = await listen(app);
+    const wire = [await get(port, "/"), await get(port, "/raw"), await get(port, "/")];
+    expect(wire.map((w) => w.status)).toEqual([200, 200, 429]);
+    expect(seen).toEqual([
+      ["/", '"api";r=1;t=50', null],
+      ["/raw", '"api";r=0;t=50', null],
+      ["/", '"api";r=0;t=50', "50"],
+    ]);
+    // what the outer middleware saw is what went out
+    expect(wire.map((w) => w.headers.find(([n]) => n === "ratelimit")?.[1])).toEqual(seen.map(([, ratelimit]) => ratelimit));
+  });
+
+  it("a c.text response carries exactly the IETF and legacy headers, once each, with the handler's content type and length", async () => {
+    const app = new Hono();
     app.use(rateLimiter({ limiter: limiterOf(3), key: () => "k" }));
     app.get("/", (c) => c.text("ok"));
-    const port = await listen(app as unknown as Hono);
+    const port = await listen(app);
     const first = await get(port, "/");
-    expect(seen).toEqual(['"api";r=2;t=50', null]);
     expect(first.status).toBe(200);
     expect(first.body).toBe("ok");
     expect(sorted(own(first))).toEqual([
@@ -207,7 +223,7 @@ describe("rateLimiter on @hono/node-server: headers on Node's response", () => {
         ["ratelimit", '"slots";r=0;t=1'],
         ["ratelimit-policy", '"slots";q=1;qu="concurrent-requests"'],
       ]);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      // freed before the end of the body reached the client
       expect((await leases.peek("k")).remaining).toBe(1);
     }
   });

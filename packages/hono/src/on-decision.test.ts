@@ -1,7 +1,8 @@
 /**
- * `onDecision` through the Hono middleware: once per decided request, with the decision the
- * handler sees at `c.get("rateLimit")`, the key's hash, the tier and the route; never for a
- * skipped request; a throwing callback changes no response.
+ * `onDecision(c, decision, info)` through the Hono middleware: once per decided request, with the
+ * request's context, the decision the handler sees at `c.get("rateLimit")`, the key's hash, the
+ * tier and the route; never for a skipped request; a throwing callback changes no response (its
+ * error goes to `onCallbackError(c, error, "onDecision")`).
  */
 import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow, partitionKeyOf } from "@sluice/core";
 import { Hono } from "hono";
@@ -15,17 +16,23 @@ describe("rateLimiter({ onDecision })", () => {
   it("reports each decided request once, with the decision c.get('rateLimit') holds; skipped requests not at all", async () => {
     const seen: [Decision, { keyHash: string; tier: string | undefined; route: string }][] = [];
     const handed: (Decision | undefined)[] = [];
+    const contexts: [unknown, unknown][] = [];
     const app = new Hono<{ Variables: RateLimitVariables }>();
     app.use(
       rateLimiter({
         limiter: new RateLimiter({ store: store(), limits: fixedWindow({ limit: 1, window: "1m" }) }),
         key: (c) => c.req.header("x-api-key") ?? "anonymous",
         skip: (c) => c.req.path === "/health",
-        onDecision: (decision, info: DecisionInfo) => seen.push([decision, { keyHash: info.keyHash, tier: info.tier, route: info.route }]),
+        onDecision: (c, decision, info: DecisionInfo) => {
+          contexts.push([c, (c as unknown as { get(name: string): unknown }).get("rateLimit")]);
+          seen.push([decision, { keyHash: info.keyHash, tier: info.tier, route: info.route }]);
+        },
       }),
     );
+    const handlerContexts: unknown[] = [];
     app.get("*", (c) => {
       handed.push(c.get("rateLimit"));
+      handlerContexts.push(c);
       return c.text("ok");
     });
     const statuses = [];
@@ -38,11 +45,14 @@ describe("rateLimiter({ onDecision })", () => {
       [false, "limit", "GET /api/items/7", undefined],
     ]);
     expect(seen[0]?.[0]).toBe(handed[1]); // the very decision the handler got
+    expect(contexts[0]?.[0]).toBe(handlerContexts[1]); // Hono's own c, first
+    expect(contexts.map(([, d]) => d)).toEqual([undefined, undefined]); // called before c.set("rateLimit")
     expect(seen.every(([, info]) => info.keyHash === partitionKeyOf("sluice::alice").slice(1, -1))).toBe(true);
   });
 
   it("with tiers: the tier; a callback that throws changes no response", async () => {
     const tiers: (string | undefined)[] = [];
+    const errors: [string, string, string][] = [];
     const app = new Hono();
     app.use(
       rateLimiter({
@@ -50,10 +60,11 @@ describe("rateLimiter({ onDecision })", () => {
         tiers: { free: fixedWindow({ limit: 1, window: "1m" }), pro: fixedWindow({ limit: 5, window: "1m" }) },
         tier: (_c, key) => (key === "pro-key" ? "pro" : "free"),
         key: (c) => c.req.header("x-api-key") ?? "anonymous",
-        onDecision: (_decision, info) => {
+        onDecision: (_c, _decision, info) => {
           tiers.push(info.tier);
           throw new Error("the logger is down");
         },
+        onCallbackError: (c, error, callback) => errors.push([c.req.path, (error as Error).message, callback]),
       }),
     );
     app.post("*", (c) => c.text("ok"));
@@ -61,5 +72,6 @@ describe("rateLimiter({ onDecision })", () => {
     for (const key of ["pro-key", "free-key", "free-key"]) statuses.push((await app.request("/x", { method: "POST", headers: { "x-api-key": key } })).status);
     expect(statuses).toEqual([200, 200, 429]);
     expect(tiers).toEqual(["pro", "free", "free"]);
+    expect(errors).toEqual(Array(3).fill(["/x", "the logger is down", "onDecision"]));
   });
 });

@@ -168,7 +168,7 @@ describe("countWhen: only failed logins count", () => {
     const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 3, window: "5m", name: "login" }) });
     let handled = 0;
     const app = new Hono();
-    app.use("/login", rateLimiter({ limiter, key: (c) => c.req.header("x-ip") ?? "?", countWhen: (response) => response.status >= 400 }));
+    app.use("/login", rateLimiter({ limiter, key: (c) => c.req.header("x-ip") ?? "?", countWhen: (_c, response) => response.status >= 400 }));
     app.post("/login", async (c) => {
       handled++;
       return (await c.req.text()) === "right" ? c.text("welcome") : c.text("wrong password", 401);

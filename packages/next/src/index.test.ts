@@ -149,7 +149,7 @@ describe("rateLimitProxy", () => {
   });
 
   it("tiers: each plan its own limits, looked up by key", async () => {
-    const tier = vi.fn((_r: NextRequest, key: string) => (key.startsWith("pro_") ? "pro" : "free"));
+    const tier = vi.fn((_r: NextRequest, _event: NextFetchEvent, key: string) => (key.startsWith("pro_") ? "pro" : "free"));
     const proxy = rateLimitProxy({
       tiers: { free: fixedWindow({ limit: 1, window: "1m" }), pro: fixedWindow({ limit: 3, window: "1m" }) },
       store: new MemoryStore({ clock: () => T0 }),
@@ -164,11 +164,12 @@ describe("rateLimitProxy", () => {
     expect(await statuses("free_1", 2)).toEqual([200, 429]);
     expect(await statuses("pro_1", 4)).toEqual([200, 200, 200, 429]);
     expect(tier).toHaveBeenCalledTimes(2); // cached per key
-    expect(tier.mock.calls[0]?.[1]).toBe("free_1");
+    expect(tier.mock.calls[0]?.[2]).toBe("free_1"); // Next's (request, event), then the key
+    expect(tier.mock.calls[0]?.[1]).toHaveProperty("waitUntil");
   });
 
   it("onLimited: its response is returned with the rate-limit headers added", async () => {
-    const onLimited = vi.fn((r: NextRequest, d: Decision) =>
+    const onLimited = vi.fn((r: NextRequest, _event: NextFetchEvent, d: Decision) =>
       NextResponse.json({ error: "slow down", path: r.nextUrl.pathname, retryAfterMs: d.retryAfterMs }, { status: 429 }),
     );
     const proxy = rateLimitProxy({ limiter: limiterOf(fixedWindow({ limit: 2, window: "1m" })), key: byApiKey, onLimited });
@@ -399,14 +400,14 @@ describe("withRateLimit", () => {
     expect(await own.text()).toBe("own");
   });
 
-  it("skip, cost and onLimited receive the context last", async () => {
+  it("skip and cost receive (request, context); onLimited (request, context, decision)", async () => {
     const seen: string[] = [];
     const GET = withRateLimit(() => new Response("ok"), {
       limiter: limiterOf(fixedWindow({ limit: 3, window: "1m" })),
       key: byApiKey,
       skip: (_r, c: Ctx | undefined) => c === undefined,
       cost: async (_r, c) => ((await c?.params)?.team === "big" ? 3 : 1),
-      onLimited: async (_r, d, c) => {
+      onLimited: async (_r, c, d) => {
         seen.push(`${(await c?.params)?.team}:${d.remaining}`);
         return new Response("no", { status: 429 });
       },
@@ -448,16 +449,16 @@ describe("withRateLimit", () => {
   });
 });
 
-describe("the callback convention: Next's arguments, with what Sluice adds right after the request", () => {
+describe("the callback convention: Next's own arguments first, in Next's order, then what Sluice adds", () => {
   const event = { waitUntil: () => {} } as unknown as NextFetchEvent;
   const context = { params: Promise.resolve({ team: "red" }) };
   type Options = Record<string, unknown>;
   const entries: [string, (options: Options) => (r: NextRequest) => Promise<Response>, unknown][] = [
     ["rateLimitProxy: (request, event)", (options) => (r) => rateLimitProxy(options as never)(r, event), event],
-    ["withRateLimit: (request, context)", (options) => (r) => withRateLimit(() => new Response("ok"), options as never)(r, context), context],
+    ["withRateLimit: (request, context)", (options) => (r) => withRateLimit(() => new Response("ok", { status: 201 }), options as never)(r, context), context],
   ];
 
-  it.each(entries)("%s; tier(request, key, ...), onLimited(request, decision, ...)", async (_name, wrap, extra) => {
+  it.each(entries)("%s; tier(..., key), countWhen(..., response, decision), onDecision(..., decision, info)", async (_name, wrap, extra) => {
     const calls: [string, unknown[]][] = [];
     const record =
       <T>(name: string, value: T) =>
@@ -473,23 +474,47 @@ describe("the callback convention: Next's arguments, with what Sluice adds right
       cost: record("cost", 1),
       tier: record("tier", "free"),
       onLimited: record("onLimited", new Response("no", { status: 429 })),
+      countWhen: record("countWhen", true),
+      onDecision: record("onDecision", undefined),
     });
     const first = request();
-    await call(first);
+    const response = await call(first);
+    const decision = calls.find(([name]) => name === "onDecision")?.[1][2];
+    expect(decision).toMatchObject({ allowed: true, reason: "ok" });
     expect(calls).toEqual([
       ["skip", [first, extra]],
       ["key", [first, extra]],
-      ["tier", [first, "k", extra]],
+      ["tier", [first, extra, "k"]],
       ["cost", [first, extra]],
+      ["onDecision", [first, extra, decision, expect.objectContaining({ tier: "free", route: "GET /api/items" })]],
+      ["countWhen", [first, extra, expect.objectContaining({ status: response.status === 201 ? 201 : 200 }), decision]],
     ]);
+    // the very objects Next.js passed
+    for (const [, args] of calls) expect(args[1]).toBe(extra);
   });
 
-  it.each(entries)("%s: onLimited gets (request, decision, ...)", async (_name, wrap, extra) => {
+  it.each(entries)("%s: onLimited gets (..., decision); onCallbackError (..., error, callback)", async (_name, wrap, extra) => {
     const onLimited = vi.fn(() => new Response("no", { status: 429 }));
-    const call = wrap({ limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, onLimited });
-    await call(request());
+    const onCallbackError = vi.fn();
+    const failure = new Error("logger down");
+    const call = wrap({
+      limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })),
+      key: byApiKey,
+      onLimited,
+      onDecision: () => {
+        throw failure;
+      },
+      onCallbackError,
+    });
+    const first = request();
+    await call(first);
     const second = request();
     expect((await call(second)).status).toBe(429);
-    expect(onLimited.mock.calls).toEqual([[second, expect.objectContaining({ allowed: false, reason: "limit" }), extra]]);
+    expect(onLimited.mock.calls).toEqual([[second, extra, expect.objectContaining({ allowed: false, reason: "limit" })]]);
+    expect(onCallbackError.mock.calls).toEqual([
+      [first, extra, failure, "onDecision"],
+      [second, extra, failure, "onDecision"],
+    ]);
   });
 });
+

@@ -1,8 +1,9 @@
 /**
- * `onDecision` through both Next.js entry points, `withRateLimit` (route handlers) and
- * `rateLimitProxy` (proxy.ts / middleware.ts): once per decided request, with the key's hash, the
- * tier and the route (`request.nextUrl` without the query); never for a skipped request; a
- * throwing callback changes no response.
+ * `onDecision` through both Next.js entry points, `withRateLimit` (route handlers:
+ * `(request, context, decision, info)`) and `rateLimitProxy` (proxy.ts / middleware.ts:
+ * `(request, event, decision, info)`): once per decided request, with Next.js's own arguments, the
+ * key's hash, the tier and the route (`request.nextUrl` without the query); never for a skipped
+ * request; a throwing callback changes no response.
  */
 import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow, partitionKeyOf } from "@sluice/core";
 import { NextRequest } from "next/server";
@@ -15,8 +16,9 @@ const request = (path: string, apiKey: string, method = "GET") => new NextReques
 const byApiKey = (r: NextRequest) => r.headers.get("x-api-key") ?? "anonymous";
 
 function recorder() {
-  const seen: { decision: Decision; keyHash: string; tier: string | undefined; route: string }[] = [];
-  const onDecision = (decision: Decision, info: DecisionInfo) => seen.push({ decision, keyHash: info.keyHash, tier: info.tier, route: info.route });
+  const seen: { framework: [NextRequest, unknown]; decision: Decision; keyHash: string; tier: string | undefined; route: string }[] = [];
+  const onDecision = (request: NextRequest, extra: unknown, decision: Decision, info: DecisionInfo) =>
+    seen.push({ framework: [request, extra], decision, keyHash: info.keyHash, tier: info.tier, route: info.route });
   return { seen, onDecision };
 }
 
@@ -32,29 +34,37 @@ describe("onDecision in Next.js", () => {
       { limiter: limiter(1), key: byApiKey, onDecision },
     );
     const context = { params: Promise.resolve({ id: "7" }) };
-    expect((await GET(request("/api/items/7?q=secret", "alice"), context)).status).toBe(200);
+    const first = request("/api/items/7?q=secret", "alice");
+    expect((await GET(first, context)).status).toBe(200);
     expect((await GET(request("/api/items/7", "alice"), context)).status).toBe(429);
     expect(seen.map((s) => [s.decision.allowed, s.decision.reason, s.route, s.tier, s.keyHash])).toEqual([
       [true, "ok", "GET /api/items/7", undefined, partitionKeyOf("sluice::alice").slice(1, -1)],
       [false, "limit", "GET /api/items/7", undefined, partitionKeyOf("sluice::alice").slice(1, -1)],
     ]);
     expect(seen[0]?.decision).toBe(handed[0]);
+    // Next's own (request, context), the very objects, before what Sluice adds
+    expect(seen[0]?.framework[0]).toBe(first);
+    expect(seen[0]?.framework[1]).toBe(context);
   });
 
   it("rateLimitProxy: tiers, skipped requests unreported, a throwing callback harmless", async () => {
     const tiers: (string | undefined)[] = [];
     const routes: string[] = [];
+    const events: unknown[] = [];
+    const errors: [string, string][] = [];
     const proxy = rateLimitProxy({
       store: new MemoryStore({ clock: () => T0 }),
       tiers: { free: fixedWindow({ limit: 1, window: "1m" }), pro: fixedWindow({ limit: 5, window: "1m" }) },
-      tier: (_request, key) => (key === "pro-key" ? "pro" : "free"),
+      tier: (_request, _event, key) => (key === "pro-key" ? "pro" : "free"),
       key: byApiKey,
       skip: (r) => r.nextUrl.pathname === "/api/health",
-      onDecision: (_decision, info) => {
+      onDecision: (_request, event, _decision, info) => {
+        events.push(event);
         tiers.push(info.tier);
         routes.push(info.route);
         throw new Error("the logger is down");
       },
+      onCallbackError: (request, _event, error, callback) => errors.push([`${request.nextUrl.pathname} ${(error as Error).message}`, callback]),
     });
     const statuses = [];
     for (const [path, key, method] of [["/api/health", "free-key", "GET"], ["/api/a", "pro-key", "POST"], ["/api/b", "free-key", "GET"], ["/api/b", "free-key", "GET"]] as const) {
@@ -63,5 +73,11 @@ describe("onDecision in Next.js", () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect(tiers).toEqual(["pro", "free", "free"]);
     expect(routes).toEqual(["POST /api/a", "GET /api/b", "GET /api/b"]);
+    expect(events.every((e) => typeof (e as { waitUntil?: unknown }).waitUntil === "function")).toBe(true);
+    expect(errors).toEqual([
+      ["/api/a the logger is down", "onDecision"],
+      ["/api/b the logger is down", "onDecision"],
+      ["/api/b the logger is down", "onDecision"],
+    ]);
   });
 });

@@ -42,7 +42,7 @@ describe("dry run: withRateLimit (route handlers)", () => {
       {
         limiter: dryRunLimiter(),
         key: () => "k",
-        onLimited: (r, decision, context) => {
+        onLimited: (r, context, decision) => {
           reports.push([r.nextUrl.pathname, decision, context]);
           return Response.json({ error: "would be limited" }, { status: 429 });
         },
@@ -83,7 +83,7 @@ describe("dry run: rateLimitProxy", () => {
     const proxy = rateLimitProxy({
       limiter: dryRunLimiter(),
       key: () => "k",
-      onLimited: (_r, decision) => {
+      onLimited: (_r, _event, decision) => {
         reports.push(decision);
         return new Response(null, { status: 429 });
       },
@@ -168,7 +168,7 @@ describe("countWhen: withRateLimit (route handlers)", () => {
     const limiter = new RateLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 2, window: "1m" }) });
     const POST = withRateLimit(
       async (r: NextRequest) => ((await r.text()) === "right" ? Response.json({ ok: true }) : Response.json({ ok: false }, { status: 401 })),
-      { limiter, key: () => "ip", countWhen: (response) => response.status >= 400 },
+      { limiter, key: () => "ip", countWhen: (_request, _context, response) => response.status >= 400 },
     );
     const context = { params: Promise.resolve({}) };
     const statuses = [];

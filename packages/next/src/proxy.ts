@@ -4,8 +4,10 @@
  *
  * @module
  */
-import { SluiceConfigError, describeValue } from "@sluice/core";
+import { SluiceConfigError } from "@sluice/core";
+import { describeValue } from "@sluice/core/adapter";
 import { type NextFetchEvent, type NextRequest, NextResponse } from "next/server.js";
+import { FORWARDED_HEADERS, encodeForwarded } from "./forward.js";
 import { type RateLimitOptions, nextPipeline } from "./options.js";
 
 /** What a proxy (or middleware) function may return: a response, or nothing to continue. */
@@ -16,7 +18,8 @@ export type ProxyFunction = (request: NextRequest, event: NextFetchEvent) => Pro
 
 /**
  * Options of {@link rateLimitProxy}: the common options over `(request, event)` — so
- * `onLimited(request, decision, event)` — plus an existing proxy to run for allowed requests.
+ * `onLimited(request, event, decision)` — plus an existing proxy to run for allowed requests, and
+ * the routes that write the headers themselves.
  */
 export type RateLimitProxyOptions = RateLimitOptions<[event: NextFetchEvent]> & {
   /**
@@ -25,6 +28,28 @@ export type RateLimitProxyOptions = RateLimitOptions<[event: NextFetchEvent]> & 
    * `NextResponse.next()`) — gets the rate-limit headers, unless it already has them.
    */
   proxy?: ProxyFunction;
+  /**
+   * The requests whose route is wrapped with `withRateLimit` too (two layers on one request):
+   * for them the proxy does not write its rate-limit headers on its `NextResponse.next()` — Next.js
+   * would send those in place of the route's own, so a 429 from the route would carry the proxy's
+   * headers — but hands them to the route in a request header, and the route writes one set with
+   * the policies of both layers (one IETF list; the single-policy styles and `Retry-After` from the
+   * layer that binds), on its 429 too. `true` for every request the proxy lets through; a function
+   * of `(request, event)` to choose. A route that is not wrapped gets no rate-limit headers from a
+   * request forwarded this way. Only a request the proxy answers with `NextResponse.next()` (your
+   * `proxy` returned nothing) is forwarded; any other response gets the headers as usual.
+   * @default false
+   * @example
+   * ```ts
+   * export const proxy = rateLimitProxy({
+   *   limiter,
+   *   trust: "vercel",
+   *   // app/api/hello/route.ts has a limit of its own (withRateLimit)
+   *   forwardHeaders: (request) => request.nextUrl.pathname === "/api/hello",
+   * });
+   * ```
+   */
+  forwardHeaders?: boolean | ((request: NextRequest, event: NextFetchEvent) => boolean);
 };
 
 /**
@@ -99,10 +124,15 @@ function standInEvent(request: NextRequest, waitUntil: ((promise: Promise<unknow
  * shared store (`UpstashStore` from `@sluice/redis`) once there is more than one instance: a
  * `MemoryStore` counts per process (per isolate on the edge).
  *
+ * Where a route is wrapped with {@link withRateLimit} as well, give `forwardHeaders` for it: the
+ * route then answers with one set of rate-limit headers that lists the policies of both layers, so
+ * its own 429 carries headers that agree with its body.
+ *
  * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
- *   `onLimited`, `waitUntil` (see `RateLimitCommonOptions`, and `TierSettings` in `@sluice/core`),
- *   and `proxy`. Callbacks get `(request, event)`, with what Sluice adds right after the request:
- *   `tier(request, key, event)`, `onLimited(request, decision, event)`.
+ *   `onLimited`, `onDecision`, `onCallbackError`, `waitUntil` (see `RateLimitCommonOptions`, and
+ *   `TierSettings` in `@sluice/core`), `proxy` and `forwardHeaders`. Callbacks get Next.js's
+ *   `(request, event)`, then what Sluice adds: `tier(request, event, key)`,
+ *   `onLimited(request, event, decision)`, `onDecision(request, event, decision, info)`.
  * @returns {RateLimitProxy} The proxy function.
  *
  * @example proxy.ts
@@ -132,7 +162,7 @@ function standInEvent(request: NextRequest, waitUntil: ((promise: Promise<unknow
 export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
   const where = "rateLimitProxy";
   const waitUntil = options?.waitUntil;
-  const { handle } = nextPipeline<[event: NextFetchEvent]>(options, {
+  const { check, delay, finish } = nextPipeline<[event: NextFetchEvent]>(options, {
     where,
     params: "request, event",
     request: (request) => request,
@@ -148,14 +178,26 @@ export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
   if (inner !== undefined && typeof inner !== "function") {
     throw new SluiceConfigError(`${where}: proxy must be a function (request, event) => response or nothing; got ${describeValue(inner)}`);
   }
+  const forward = options.forwardHeaders ?? false;
+  if (typeof forward !== "boolean" && typeof forward !== "function") {
+    throw new SluiceConfigError(`${where}: forwardHeaders must be true, false or a function (request, event) => boolean; got ${describeValue(forward)}`);
+  }
 
   return async function rateLimitProxy(request: NextRequest, event?: NextFetchEvent): Promise<NextResponse> {
     const nextEvent = event ?? standInEvent(request, waitUntil);
-    const response = await handle([request, nextEvent], async () => {
-      const result = inner === undefined ? undefined : await inner(request, nextEvent);
-      return result === undefined || result === null ? NextResponse.next() : toNextResponse(result, where);
-    });
-    return toNextResponse(response, where);
+    const outcome = await check(request, nextEvent);
+    if (outcome.response !== undefined) return toNextResponse(outcome.response, where);
+    await delay(outcome);
+    const result = inner === undefined ? undefined : await inner(request, nextEvent);
+    if (result !== undefined && result !== null) return toNextResponse(await finish(outcome, toNextResponse(result, where)), where);
+    // continue to the route; a forwarded request carries the headers in a request header instead
+    const forwarding = outcome.headers.length > 0 && (forward === true || (forward !== false && forward(request, nextEvent) === true));
+    if (!forwarding && !request.headers.has(FORWARDED_HEADERS)) return toNextResponse(await finish(outcome, NextResponse.next()), where);
+    const upstream = new Headers(request.headers);
+    // what a client sent under that name never reaches the route
+    if (forwarding) upstream.set(FORWARDED_HEADERS, encodeForwarded(outcome.headers));
+    else upstream.delete(FORWARDED_HEADERS);
+    return toNextResponse(await finish(outcome, NextResponse.next({ request: { headers: upstream } }), forwarding), where);
   };
 }
 

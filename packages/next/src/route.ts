@@ -3,8 +3,10 @@
  *
  * @module
  */
-import { type Decision, SluiceConfigError, describeValue } from "@sluice/core";
+import { type Decision, SluiceConfigError } from "@sluice/core";
+import { describeValue } from "@sluice/core/adapter";
 import type { NextRequest } from "next/server.js";
+import { FORWARDED_HEADERS, decodeForwarded } from "./forward.js";
 import { type RateLimitOptions, nextPipeline } from "./options.js";
 
 /**
@@ -19,8 +21,10 @@ export type RouteHandler<Context = unknown> = (
 ) => Response | Promise<Response>;
 
 /**
- * Options of {@link withRateLimit}: every function gets the request first and the route context
- * (`{ params }`) last: `key(request, context)`, `onLimited(request, decision, context)`.
+ * Options of {@link withRateLimit}: every function gets Next.js's arguments, the request and the
+ * route context (`{ params }`), then what Sluice adds: `key(request, context)`,
+ * `tier(request, context, key)`, `onLimited(request, context, decision)`,
+ * `countWhen(request, context, response, decision)`, `onDecision(request, context, decision, info)`.
  */
 export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context: Context]>;
 
@@ -39,8 +43,14 @@ export type WithRateLimitOptions<Context = unknown> = RateLimitOptions<[context:
  *
  * Works on both route runtimes (`export const runtime = "edge"` or the default `"nodejs"`).
  *
+ * Behind a `rateLimitProxy` that limits the same request, give the proxy `forwardHeaders` for this
+ * route: the proxy then hands its rate-limit headers to the route, and every response of the route
+ * (its 429 too) carries one set that lists the policies of both layers — the IETF lists joined, the
+ * single-policy styles and `Retry-After` from the layer that binds — so the headers agree with the
+ * body. (Without it Next.js sends the proxy's headers in place of the route's.)
+ *
  * @param {RouteHandler} handler - The route handler to protect: `(request, context, decision)`.
- * @param {WithRateLimitOptions} options - The same options as `rateLimitProxy` (without `proxy`); every function receives `(request, ..., context)`.
+ * @param {WithRateLimitOptions} options - The same options as `rateLimitProxy` (without `proxy` and `forwardHeaders`); every function receives `(request, context, ...)`.
  * @returns {RouteHandler} The wrapped handler, to export as `GET`, `POST`, ….
  *
  * @example app/api/hello/route.ts
@@ -75,12 +85,17 @@ export function withRateLimit<Context = unknown>(
   if (typeof options === "object" && options !== null && "proxy" in options) {
     throw new SluiceConfigError(`${where}: proxy is an option of rateLimitProxy; a route handler is wrapped directly`);
   }
+  if (typeof options === "object" && options !== null && "forwardHeaders" in options) {
+    throw new SluiceConfigError(`${where}: forwardHeaders is an option of rateLimitProxy (the proxy forwards, the route merges what it receives)`);
+  }
   const waitUntil = options?.waitUntil;
   const { handle } = nextPipeline<[context: Context]>(options, {
     where,
     params: "request, context",
     request: (request) => request,
     waitUntil: () => waitUntil,
+    // the headers a rateLimitProxy with forwardHeaders left to this route
+    outerHeaders: (request) => decodeForwarded(request.headers.get(FORWARDED_HEADERS)),
   });
 
   return function rateLimited(request: NextRequest, context: Context): Promise<Response> {

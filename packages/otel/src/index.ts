@@ -115,8 +115,12 @@ export interface InstrumentStoreOptions {
   name?: string;
 }
 
-/** The `onDecision` callback of the request pipeline. */
-export type OnDecision = (decision: Decision, info: DecisionInfo) => void;
+/**
+ * The `onDecision` callback of the request pipeline, for every adapter: the framework's own
+ * arguments (any number of them: `(request)`, `(c)`, `(request, context)`, `(request, env, ctx)`),
+ * then the decision and its info — it reads only the last two.
+ */
+export type OnDecision = <Framework extends unknown[]>(...args: [...framework: Framework, decision: Decision, info: DecisionInfo]) => void;
 
 /** Instruments made from one meter provider, remade when a different provider is current. */
 function lazyInstruments<T>(provider: MeterProvider | undefined, make: (provider: MeterProvider) => T): () => T {
@@ -147,7 +151,9 @@ function checkProvider(value: unknown, option: string, method: string): void {
  * the metric's cardinality unbounded (log them from your own `onDecision` if you need them).
  *
  * @param options - `meterProvider` (default: the global one).
- * @returns The callback, for the `onDecision` option of any adapter.
+ * @returns The callback, for the `onDecision` option of any adapter: it takes the adapter's own
+ *   arguments first (`(c, decision, info)` in Hono, `(request, context, decision, info)` in a
+ *   Next.js route, `(request, env, ctx, decision, info)` in a Worker) and reads the last two.
  *
  * @example Counting and logging
  * ```ts
@@ -155,8 +161,8 @@ function checkProvider(value: unknown, option: string, method: string): void {
  * createGuard({
  *   limiter,
  *   trust: "cloudflare",
- *   onDecision(decision, info) {
- *     count(decision, info);
+ *   onDecision(request, decision, info) {
+ *     count(request, decision, info);
  *     if (!decision.allowed) console.warn(`429 ${info.route} client ${info.keyHash}`);
  *   },
  * });
@@ -170,7 +176,10 @@ export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): O
       unit: "{decision}",
     }),
   );
-  return function recordDecision(decision, info) {
+  return function recordDecision(...args) {
+    // whatever the adapter's own arguments, the decision and its info come last
+    const decision = args[args.length - 2] as Decision;
+    const info = args[args.length - 1] as DecisionInfo | undefined;
     const attributes: Attributes = {
       [ATTR_SLUICE_POLICY]: decision.policy,
       [ATTR_SLUICE_ALLOWED]: decision.allowed,

@@ -7,7 +7,7 @@
  * @module
  */
 import { SluiceConfigError, SluiceInputError, describe } from "../errors.js";
-import { type HeaderWriter, compileRateLimitHeaders, partitionKeyOf } from "../headers.js";
+import { type HeaderWriter, compileRateLimitHeaders, mergeRateLimitHeaders, partitionKeyOf } from "../headers.js";
 import { storageKey } from "../keys.js";
 import { type LimitOptions, type RateLimiter, limitNow, toDecision } from "../limiter.js";
 import { addRateLimitHeaders, limitedResponse } from "../response.js";
@@ -22,10 +22,16 @@ export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLik
   return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
-/** The outcome of a request `skip` said not to limit. */
-function skippedOutcome(): Outcome {
-  return { decision: undefined, key: undefined, limiter: undefined, headers: [], response: undefined };
+/** The outcome of a request `skip` said not to limit: no headers but an outer layer's. */
+function skippedOutcome(headers: HeaderList): Outcome {
+  return { decision: undefined, key: undefined, limiter: undefined, headers, response: undefined };
 }
+
+/**
+ * The framework's arguments of each outcome whose `finish` may call `countWhen` (only kept when
+ * the pipeline has one): `finish(outcome, response)` calls it with them.
+ */
+export const OUTCOME_ARGS = new WeakMap<Outcome, unknown[]>();
 
 /** The limit options of what a `cost` function answered. */
 function costOptions(units: number): LimitOptions {
@@ -67,11 +73,10 @@ function writeInto(write: HeaderWriter, headers: HeaderList, decision: Decision,
 /** What {@link listSink} points at between writes (never written to). */
 const NO_HEADERS: HeaderList = [];
 
-
+/** Whether a callback's answer is a `Response` (or looks like one: a server's own response class). */
 export function isResponse(value: unknown): value is Response {
   return typeof value === "object" && value !== null && typeof (value as Partial<Response>).status === "number";
 }
-
 
 let noWork: Promise<void> | undefined;
 /**
@@ -83,13 +88,19 @@ function hasWork(pending: Promise<void>): boolean {
   return pending !== noWork;
 }
 
-/** Calls `onDecision`; nothing it throws or rejects with reaches the request. */
-function report(onDecision: (decision: Decision, info: DecisionInfo) => void, decision: Decision, info: DecisionInfo): void {
+/**
+ * Calls `onDecision` with the framework's arguments, the decision and its info; what it throws or
+ * rejects with goes to `onCallbackError`, never to the request.
+ */
+function report<Args extends unknown[]>(config: Config<Args>, args: Args, decision: Decision, info: DecisionInfo): void {
+  const onDecision = config.onDecision as NonNullable<Config<Args>["onDecision"]>;
+  const failed = (error: unknown) => config.reportCallbackError(args, error, "onDecision");
   try {
-    const done: unknown = onDecision(decision, info);
-    if (typeof (done as { then?: unknown } | undefined)?.then === "function") (done as Promise<unknown>).then(undefined, () => {});
-  } catch {
+    const done: unknown = onDecision(...args, decision, info);
+    if (typeof (done as { then?: unknown } | undefined)?.then === "function") (done as Promise<unknown>).then(undefined, failed);
+  } catch (error) {
     // a failing logger must not turn a decision into an exception
+    failed(error);
   }
 }
 
@@ -121,8 +132,16 @@ export interface Checker<Args extends unknown[]> {
 /** Builds the check chain over validated options. */
 export function createChecker<Args extends unknown[]>(config: Config<Args>, platform: Platform<Args>): Checker<Args> {
   const { where } = platform;
-  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision } = config;
+  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision, countWhen } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
+  const outerHeaders = platform.outerHeaders;
+
+  /** This layer's headers, after an outer layer's when there is one (see {@link Platform.outerHeaders}). */
+  function withOuter(args: Args, own: HeaderList): HeaderList {
+    if (outerHeaders === undefined) return own;
+    const outer = outerHeaders(...args);
+    return outer === undefined || outer.length === 0 ? own : mergeRateLimitHeaders(outer, own);
+  }
 
   /**
    * Written as a chain of steps that continue synchronously while every step answers in place (a
@@ -133,8 +152,8 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
   function checkNow(...args: Args): MaybePromise<Outcome> {
     if (skip !== undefined) {
       const skipped = skip(...args);
-      if (isPromiseLike(skipped)) return Promise.resolve(skipped).then((yes) => (yes ? skippedOutcome() : keyed(args)));
-      if (skipped) return skippedOutcome();
+      if (isPromiseLike(skipped)) return Promise.resolve(skipped).then((yes) => (yes ? skippedOutcome(withOuter(args, [])) : keyed(args)));
+      if (skipped) return skippedOutcome(withOuter(args, []));
     }
     return keyed(args);
   }
@@ -168,7 +187,7 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
   }
 
   function handedOff(args: Args, key: string, target: Target, decision: Decision): MaybePromise<Outcome> {
-    if (onDecision !== undefined) report(onDecision, decision, decisionInfo(() => platform.request(...args), target.limiter, key, pkSalt));
+    if (onDecision !== undefined) report(config, args, decision, decisionInfo(() => platform.request(...args), target.limiter, key, pkSalt));
     if (hasWork(decision.pending)) {
       const handOff = platform.waitUntil?.(...args);
       if (handOff === undefined) return decision.pending.then(() => outcomeOf(args, key, target, decision));
@@ -178,7 +197,7 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
   }
 
   function outcomeOf(args: Args, key: string, target: Target, decision: Decision): MaybePromise<Outcome> {
-    const headers: HeaderList = [];
+    let headers: HeaderList = [];
     if (decision.dryRun) {
       // dry run: headers only when asked for, and never Retry-After (the request is served)
       if (dryRunHeaders) {
@@ -186,8 +205,7 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
         const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
         writeInto(write, headers, decision, pk, true);
       }
-      const served: Outcome = { decision, key, limiter: target.limiter, headers, response: undefined };
-      if (decision.lease !== undefined) noteHead(served, platform.request(...args));
+      const served = outcomeWith(args, key, target, decision, withOuter(args, headers), undefined);
       // the report of a request enforcing would deny; what onLimited returns is ignored
       if (!decision.allowed && onLimited !== undefined) return Promise.resolve(onLimited(...args, decision)).then(() => served);
       return served;
@@ -195,6 +213,7 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
     const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
     const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
     writeInto(write, headers, decision, pk, false);
+    headers = withOuter(args, headers);
     if (decision.allowed) return outcomeWith(args, key, target, decision, headers, undefined);
     if (onLimited === undefined) return outcomeWith(args, key, target, decision, headers, limitedResponse(decision, headers));
     return Promise.resolve(onLimited(...args, decision)).then((own: unknown) => {
@@ -206,6 +225,7 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
   function outcomeWith(args: Args, key: string, target: Target, decision: Decision, headers: HeaderList, response: Response | undefined): Outcome {
     const outcome: Outcome = { decision, key, limiter: target.limiter, headers, response };
     if (decision.lease !== undefined) noteHead(outcome, platform.request(...args));
+    if (countWhen !== undefined && response === undefined) OUTCOME_ARGS.set(outcome, args);
     return outcome;
   }
 

@@ -20,12 +20,13 @@ import { describe } from "../errors.js";
 import type { RateLimiter } from "../limiter.js";
 import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
-import { createChecker, isResponse } from "./check.js";
+import { OUTCOME_ARGS, createChecker, isResponse } from "./check.js";
 import { HEAD_REQUESTS, holdUntilProduced, releaseLease } from "./lease.js";
 import type { Outcome, Pipeline, PipelineOptions, Platform } from "./options.js";
 import { type Config, validate } from "./validate.js";
 
 export type {
+  CallbackName,
   DecisionInfo,
   HeaderList,
   Outcome,
@@ -83,7 +84,8 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     if (countWhen === undefined || !decision.allowed || decision.reason !== "ok") {
       return held ? holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome)) : out;
     }
-    const refunded = refundUnlessCounted(countWhen, response, decision, limiter, key);
+    const args = (OUTCOME_ARGS.get(outcome) ?? []) as Args;
+    const refunded = refundUnlessCounted(countWhen, args, response, decision, limiter, key);
     return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome))) : refunded.then(() => out);
   }
 
@@ -114,14 +116,27 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
   }
 
+  /**
+   * Asks `countWhen` (the framework's arguments, the response, the decision) and refunds the
+   * request if it should not count. Never rejects: a `countWhen` that throws or rejects is reported
+   * (`onCallbackError`) and the request counts; a failing refund goes to the limiter's
+   * `onStoreFailure`.
+   */
   async function refundUnlessCounted(
     counts: NonNullable<Config<Args>["countWhen"]>,
+    args: Args,
     response: Response,
     decision: Decision,
     limiter: RateLimiter,
     key: string,
   ): Promise<void> {
-    if (await counts(response, decision)) return;
+    try {
+      if (await counts(...args, response, decision)) return;
+    } catch (error) {
+      // the handler's response goes out, counted: an error is no reason to give units back
+      config.reportCallbackError(args, error, "countWhen");
+      return;
+    }
     try {
       await limiter.refund(key, { decision });
     } catch (error) {

@@ -88,39 +88,65 @@ export interface PipelineCommonOptions<Args extends unknown[]> {
   dryRunHeaders?: boolean;
   /**
    * Called once for every request that got a decision (never for a skipped one), right after the
-   * decision and before the response is built: for logs and metrics. It gets the decision and a
-   * {@link DecisionInfo} (`keyHash`, `tier`, `route`) — never the key itself. It cannot break the
-   * request: what it throws, or a promise it returns that rejects, is swallowed, and such a promise
-   * is not awaited (keep the synchronous part short). The same function fits every adapter
-   * (`instrumentDecisions()` from `@sluice/otel` is one).
+   * decision and before the response is built: for logs and metrics. It gets the framework's
+   * arguments, then the decision and a {@link DecisionInfo} (`keyHash`, `tier`, `route`) — never
+   * the key itself. It cannot break the request: what it throws, or a promise it returns that
+   * rejects, goes to {@link PipelineCommonOptions.onCallbackError}, and such a promise is not
+   * awaited (keep the synchronous part short). A function that reads its last two arguments fits
+   * every adapter (`instrumentDecisions()` from `@sluice/otel` is one).
    * @default undefined
    * @example
    * ```ts
    * createGuard({
    *   limiter,
    *   trust: "cloudflare",
-   *   onDecision: (decision, { keyHash, tier, route }) =>
+   *   onDecision: (request, decision, { keyHash, tier, route }) =>
    *     console.log(JSON.stringify({ route, keyHash, tier, allowed: decision.allowed, reason: decision.reason, policy: decision.policy })),
    * });
    * // {"route":"GET /api/hello","keyHash":"9xkbI8NXV1w3kM4h","allowed":true,"reason":"ok","policy":"100-per-1m"}
    * ```
    */
-  onDecision?: (decision: Decision, info: DecisionInfo) => void;
+  onDecision?: (...args: [...Args, decision: Decision, info: DecisionInfo]) => void;
   /**
-   * Which served requests count: called with the handler's response; when it answers `false`
-   * the request's units are given back (`limiter.refund` with its decision: atomic, never more
-   * than it charged). The request is still checked up front, so an exhausted key is refused before
-   * the handler runs. The generalised `skipSuccessfulRequests`/`skipFailedRequests`. The refund
-   * happens before the response is returned (one store round trip, only for requests that do not
-   * count); a failing refund is reported to the limiter's `onStoreFailure` and the response goes
-   * out anyway. The response's rate-limit headers describe the decision before the refund.
+   * Which served requests count: called with the framework's arguments, then the handler's
+   * response and the decision; when it answers `false` the request's units are given back
+   * (`limiter.refund` with its decision: atomic, never more than it charged). The request is still
+   * checked up front, so an exhausted key is refused before the handler runs. The generalised
+   * `skipSuccessfulRequests`/`skipFailedRequests`. The refund happens before the response is
+   * returned (one store round trip, only for requests that do not count); a failing refund is
+   * reported to the limiter's `onStoreFailure` and the response goes out anyway. The response's
+   * rate-limit headers describe the decision before the refund.
+   *
+   * A `countWhen` that throws (or rejects) cannot cost the client its response: the handler's
+   * response is served, the request counts (nothing is refunded), and the error goes to
+   * {@link PipelineCommonOptions.onCallbackError}.
    * @example Count failed logins only
    * ```ts
-   * rateLimiter({ limiter: loginLimiter, trust: "cloudflare", countWhen: (response) => response.status >= 400 });
+   * createGuard({ limiter: loginLimiter, trust: "cloudflare", countWhen: (request, response) => response.status >= 400 });
    * ```
    */
-  countWhen?: (response: Response, decision: Decision) => boolean | Promise<boolean>;
+  countWhen?: (...args: [...Args, response: Response, decision: Decision]) => boolean | Promise<boolean>;
+  /**
+   * Where an error of a callback that only observes the request goes — `countWhen` and
+   * `onDecision`, which must never turn a served request into an error: the framework's
+   * arguments, then the error and the callback's name. It is not a store failure, so it is not the
+   * limiter's `onStoreFailure`. What it throws itself is ignored.
+   * @default logs with `console.error`, naming the adapter and the callback
+   * @example
+   * ```ts
+   * createGuard({
+   *   limiter,
+   *   key: (request) => request.headers.get("x-api-key") ?? "anonymous",
+   *   countWhen: (request, response) => response.status >= 400,
+   *   onCallbackError: (request, error, callback) => logger.error({ callback, url: request.url, error }),
+   * });
+   * ```
+   */
+  onCallbackError?: (...args: [...Args, error: unknown, callback: CallbackName]) => void;
 }
+
+/** The callbacks whose errors go to {@link PipelineCommonOptions.onCallbackError}. */
+export type CallbackName = "countWhen" | "onDecision";
 
 /**
  * What {@link PipelineCommonOptions.onDecision} learns about a decided request besides the
@@ -263,6 +289,14 @@ export interface Platform<Args extends unknown[]> {
    * Without this hook it is awaited.
    */
   waitUntil?(...args: Args): ((promise: Promise<unknown>) => void) | undefined;
+  /**
+   * The rate-limit headers an outer layer decided for this request and left to this one to write
+   * (a Next.js proxy in front of a wrapped route handler): they are merged with this layer's own
+   * (`mergeRateLimitHeaders`, outer first) into every response of the request — the 429 too — so
+   * the response's headers agree with its body. Without this hook, or when it answers
+   * `undefined`, only this layer's headers are written.
+   */
+  outerHeaders?(...args: Args): HeaderList | undefined;
 }
 
 /** Rate-limit headers as `[name, value]` pairs, in the order they were written. */
@@ -276,7 +310,10 @@ export interface Outcome {
   key: string | undefined;
   /** The limiter that decided (the tier's, with `tiers`); `undefined` when skipped. */
   limiter: RateLimiter | undefined;
-  /** The rate-limit headers for the response (empty when skipped). */
+  /**
+   * The rate-limit headers for the response (empty when skipped), merged with an outer layer's
+   * ({@link Platform.outerHeaders}) when there is one.
+   */
   headers: HeaderList;
   /** The response to send instead of calling the handler: the 429, or `onLimited`'s. `undefined` when allowed, and always in dry run. */
   response: Response | undefined;
@@ -300,7 +337,9 @@ export interface Pipeline<Args extends unknown[]> {
    * The handler's response with the rate-limit headers: headers it already has win; a response
    * with immutable headers (`Response.redirect()`, a `fetch()` response) is copied; a network
    * error (`Response.error()`) is returned as it is. Anything but a response is a `TypeError`.
-   * With `countWhen`, a request that should not count is refunded first (then it returns a promise).
+   * With `countWhen`, a request that should not count is refunded first (then it returns a
+   * promise); a `countWhen` that throws or rejects is reported (`onCallbackError`) and the response
+   * goes out, counted.
    *
    * When the decision holds a concurrency lease (`decision.lease`), the slot is freed once the
    * response has been produced: a response with a body is returned as a copy whose body is the
@@ -310,7 +349,7 @@ export interface Pipeline<Args extends unknown[]> {
    * then frees when its lease expires). Without a lease nothing is wrapped.
    *
    * `headersWritten: true` skips the headers: for an adapter that has already put them where the
-   * response will be written (Hono on `@hono/node-server` sets them on Node's `ServerResponse`).
+   * response will be built (Hono sets them with `c.header()` before the handler runs).
    */
   finish(outcome: Outcome, response: Response, headersWritten?: boolean): MaybePromise<Response>;
   /**

@@ -10,7 +10,7 @@ import { SluiceConfigError, describe } from "../errors.js";
 import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../headers.js";
 import { RateLimiter } from "../limiter.js";
 import type { Decision, MaybePromise } from "../types.js";
-import type { DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions, Platform } from "./options.js";
+import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions, Platform } from "./options.js";
 import { type Target, targetOf, tieredPicker } from "./tiers.js";
 
 /** The validated options. */
@@ -25,8 +25,10 @@ export interface Config<Args extends unknown[]> {
   /** Whether a dry-run decision writes the rate-limit headers. */
   dryRunHeaders: boolean;
   pick: (args: Args, key: string) => Target | Promise<Target>;
-  onDecision: ((decision: Decision, info: DecisionInfo) => void) | undefined;
-  countWhen: ((response: Response, decision: Decision) => boolean | Promise<boolean>) | undefined;
+  onDecision: ((...args: [...Args, decision: Decision, info: DecisionInfo]) => void) | undefined;
+  countWhen: ((...args: [...Args, response: Response, decision: Decision]) => boolean | Promise<boolean>) | undefined;
+  /** `onCallbackError`, or the default: `console.error`, naming the adapter and the callback. */
+  reportCallbackError: (args: Args, error: unknown, callback: CallbackName) => void;
 }
 
 /**
@@ -54,6 +56,7 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   requireFunction(onLimited, "onLimited", true);
   requireFunction(options.onDecision, "onDecision", true);
   requireFunction(options.countWhen, "countWhen", true);
+  requireFunction(options.onCallbackError, "onCallbackError", true);
   if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
     throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
   }
@@ -72,7 +75,29 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   } else {
     throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
   }
-  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision: options.onDecision, countWhen: options.countWhen };
+  const { onDecision, countWhen } = options;
+  const reportCallbackError = callbackErrorReporter(options.onCallbackError, platform.where);
+  return { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision, countWhen, reportCallbackError };
+}
+
+/** `onCallbackError` as the pipeline calls it; what it throws itself is ignored. */
+function callbackErrorReporter<Args extends unknown[]>(
+  onCallbackError: ((...args: [...Args, error: unknown, callback: CallbackName]) => void) | undefined,
+  where: string,
+): Config<Args>["reportCallbackError"] {
+  if (onCallbackError === undefined) {
+    return (_args, error, callback) => {
+      const consequence = callback === "countWhen" ? "the response was served and the request counts (nothing refunded)" : "the request went on";
+      console.error(`[sluice] ${where}: ${callback} threw; ${consequence}. Pass onCallbackError to report it yourself.`, error);
+    };
+  }
+  return (args, error, callback) => {
+    try {
+      onCallbackError(...args, error, callback);
+    } catch {
+      // a failing reporter must not break the request either
+    }
+  };
 }
 
 /** `key`, or the client address with `trust`. */
