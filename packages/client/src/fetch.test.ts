@@ -385,3 +385,80 @@ describe("pacing", () => {
     expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled", "fulfilled"]);
   });
 });
+
+describe("rateLimitedFetch against hostile headers", () => {
+  const huge = "9".repeat(309); // Number() reads it as Infinity
+
+  /** A `fetch` answering each call with the next of `answers` (status and headers). */
+  function scripted(answers: { status: number; headers: Record<string, string> }[]) {
+    const log: number[] = [];
+    const fetch: FetchLike = async () => {
+      const next = answers[Math.min(log.length, answers.length - 1)]!;
+      log.push(next.status);
+      return new Response(`status ${next.status}`, next);
+    };
+    return { fetch, log };
+  }
+
+  it("a Retry-After of 309 digits is refused as a value: the 429 comes back at once, and the next request is not held", async () => {
+    const clock = fakeClock(T0);
+    const { fetch, log } = scripted([{ status: 429, headers: { "retry-after": huge } }, { status: 200, headers: {} }]);
+    const api = rateLimitedFetch({ fetch, now: clock.now, sleep: clock.sleep });
+    expect((await api("https://api.example/")).status).toBe(429);
+    expect((await api("https://api.example/")).status).toBe(200);
+    expect([log, clock.t - T0]).toEqual([[429, 200], 0]);
+  });
+
+  it("an X-RateLimit-Reset of 309 digits never makes a request wait forever", async () => {
+    const clock = fakeClock(T0);
+    const { fetch, log } = scripted([
+      { status: 200, headers: { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset": huge } },
+      { status: 200, headers: {} },
+    ]);
+    const api = rateLimitedFetch({ fetch, now: clock.now, sleep: clock.sleep });
+    await api("https://api.example/");
+    expect((await api("https://api.example/")).status).toBe(200);
+    expect(log).toEqual([200, 200]);
+  });
+
+  it("waits are clamped to maxWaitMs: a reset a thousand years away holds the origin for maxWaitMs, then a probe goes", async () => {
+    const clock = fakeClock(T0);
+    const waits: WaitInfo[] = [];
+    const thousandYears = String(1000 * 365 * 86_400);
+    const { fetch, log } = scripted([
+      { status: 200, headers: { ratelimit: `"day";r=0;t=${thousandYears}`, "ratelimit-policy": '"day";q=1;w=86400' } },
+      { status: 200, headers: {} },
+    ]);
+    const api = rateLimitedFetch({ fetch, now: clock.now, sleep: clock.sleep, maxWaitMs: 5_000, onWait: (w) => waits.push(w) });
+    await api("https://api.example/");
+    await api("https://api.example/");
+    expect(waits.map((w) => [w.reason, w.waitMs])).toEqual([["pacing", 5_000]]);
+    expect([log, clock.t - T0]).toEqual([[200, 200], 5_000]);
+    // a Retry-After beyond maxWaitMs is not waited for: the answer is returned
+    const retry = scripted([{ status: 429, headers: { "retry-after": "3600" } }]);
+    const impatient = rateLimitedFetch({ fetch: retry.fetch, now: clock.now, sleep: clock.sleep, maxWaitMs: 5_000 });
+    expect((await impatient("https://other.example/")).status).toBe(429);
+    expect(retry.log).toEqual([429]);
+    expect(() => rateLimitedFetch({ maxWaitMs: -1 })).toThrow(/maxWaitMs must be a non-negative integer/);
+    expect(() => rateLimitedFetch({ maxWaitMs: Infinity })).toThrow(/maxWaitMs/);
+  });
+
+  it("keeps a bounded number of policies per origin: a server that names a new policy in every answer cannot grow the client", async () => {
+    const clock = fakeClock(T0);
+    let n = 0;
+    const fetch: FetchLike = async () => {
+      n++;
+      // the first answer leaves one request of "p0" for 30 s; every later one names 200 fresh policies with room
+      const members = n === 1 ? ['"p0";r=1;t=30'] : Array.from({ length: 200 }, (_, i) => `"q${n}-${i}";r=1000;t=30`);
+      return new Response("ok", { headers: { ratelimit: members.join(", ") } });
+    };
+    const waits: WaitInfo[] = [];
+    const api = rateLimitedFetch({ fetch, now: clock.now, sleep: clock.sleep, onWait: (w) => waits.push(w) });
+    await api("https://api.example/");
+    await api("https://api.example/"); // p0's last request: p0 is used up until T0 + 30 s...
+    // ...but 200 newer policies came with that answer, and p0 is the least recently updated: forgotten
+    for (let i = 0; i < 500; i++) await api("https://api.example/");
+    expect(waits).toEqual([]);
+    expect([n, clock.t]).toEqual([502, T0]);
+  });
+});

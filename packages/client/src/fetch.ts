@@ -70,6 +70,15 @@ export interface RateLimitedFetchOptions {
    */
   maxTotalWaitMs?: number;
   /**
+   * The longest the client believes one answer of the server, in milliseconds: a `Retry-After`, or
+   * a policy's `t`/reset, further away than this is taken as this long (the next request then goes
+   * out as a probe, and its answer is believed afresh). So a malformed or hostile header (a reset
+   * in a thousand years) can never hold an origin's requests longer; and a single wait is never
+   * longer than this either.
+   * @default 60_000
+   */
+  maxWaitMs?: number;
+  /**
    * The statuses that are retried after `Retry-After`.
    * @default [429, 503]
    */
@@ -98,8 +107,10 @@ export interface RateLimitedFetchOptions {
 /** A budget of requests: at most `left` more to the origin before `until` (epoch ms). */
 interface Budget {
   left: number;
-  /** When the server's word expires; `Infinity` for a probe (lifted by its owner's answer). */
+  /** When the server's word expires (epoch ms; unused by a probe). */
   until: number;
+  /** A probe: one request goes, and its answer replaces or lifts the budget (it has no end of its own). */
+  probe: boolean;
   /** A probe's request: the one sent under it, whose answer replaces or lifts it. */
   owner?: Ticket;
 }
@@ -121,6 +132,12 @@ const FIRST = "\u0000first";
 const RETRY_AFTER = "\u0000retry-after";
 /** Origins remembered at most (the least recently used idle ones are forgotten first). */
 const MAX_ORIGINS = 1_000;
+/**
+ * Budgets kept per origin at most, one per policy name (and partition key) a response named: the
+ * least recently updated are forgotten first, so a server that names a new policy in every
+ * response cannot grow the client's memory.
+ */
+const MAX_BUDGETS_PER_ORIGIN = 64;
 
 function optionError(option: string, expected: string, value: unknown): TypeError {
   let shown: string;
@@ -233,9 +250,13 @@ function originOf(url: string): string | undefined {
  * Pacing counts one unit per request; a request that costs the server more (`cost`) is covered by
  * the retry. Budgets are kept per origin and per policy name (and partition key), in memory.
  *
+ * Hostile or broken headers cannot hold the client: a value no number can hold (309 digits) is
+ * ignored, every answer is believed for at most `maxWaitMs`, and at most 64 policies are kept per
+ * origin (the least recently updated forgotten first), 1,000 origins in all.
+ *
  * @param options - `fetch` to wrap (default `globalThis.fetch`), `maxRetries` (3),
- *   `maxTotalWaitMs` (60 000), `retryOn` ([429, 503]), `pace` (true), `onWait`, and `now`/`sleep`
- *   for tests
+ *   `maxTotalWaitMs` (60 000), `maxWaitMs` (60 000), `retryOn` ([429, 503]), `pace` (true),
+ *   `onWait`, and `now`/`sleep` for tests
  * @returns a function with the signature of `fetch`
  *
  * @example
@@ -253,8 +274,11 @@ function originOf(url: string): string | undefined {
  */
 export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLike {
   if (typeof options !== "object" || options === null) throw optionError("options", "an object", options);
-  const { maxRetries = 3, maxTotalWaitMs = 60_000, retryOn = [429, 503], pace = true, onWait } = options;
+  const { maxRetries = 3, maxTotalWaitMs = 60_000, maxWaitMs = 60_000, retryOn = [429, 503], pace = true, onWait } = options;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) throw optionError("maxRetries", "a non-negative integer", maxRetries);
+  if (typeof maxWaitMs !== "number" || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
+    throw optionError("maxWaitMs", "a non-negative integer of milliseconds", maxWaitMs);
+  }
   if (typeof maxTotalWaitMs !== "number" || Number.isNaN(maxTotalWaitMs) || maxTotalWaitMs < 0) {
     throw optionError("maxTotalWaitMs", "a non-negative number of milliseconds (Infinity allowed)", maxTotalWaitMs);
   }
@@ -285,10 +309,22 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
           if (origins.size < MAX_ORIGINS) break;
         }
       }
-      state = { budgets: new Map([[FIRST, { left: 1, until: Number.POSITIVE_INFINITY }]]), inFlight: 0, listeners: new Set() };
+      state = { budgets: new Map([[FIRST, { left: 1, until: 0, probe: true }]]), inFlight: 0, listeners: new Set() };
     }
     origins.set(key, state);
     return state;
+  }
+
+  /**
+   * Forgets the least recently updated budgets of an origin beyond {@link MAX_BUDGETS_PER_ORIGIN}
+   * (never the first request's probe or a `Retry-After` hold, nor one this answer just set).
+   */
+  function forgetOldest(state: Origin, ticket: Ticket): void {
+    for (const [key, budget] of state.budgets) {
+      if (state.budgets.size <= MAX_BUDGETS_PER_ORIGIN) return;
+      if (key === FIRST || key === RETRY_AFTER || budget.owner === ticket) continue;
+      state.budgets.delete(key);
+    }
   }
 
   /** Resolves at the next change of the origin's budgets; rejects when the signal aborts. */
@@ -311,7 +347,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
     const ticket: Ticket = { origin: state };
     for (const budget of state.budgets.values()) {
       budget.left -= 1;
-      if (budget.until === Number.POSITIVE_INFINITY && budget.owner === undefined) budget.owner = ticket;
+      if (budget.probe && budget.owner === undefined) budget.owner = ticket;
     }
     state.inFlight += 1;
     return ticket;
@@ -325,14 +361,14 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
       let waitForAnswer = false;
       for (const [key, budget] of state.budgets) {
         let b = budget;
-        if (b.until !== Number.POSITIVE_INFINITY && t >= b.until) {
+        if (!b.probe && t >= b.until) {
           // The server's word has expired: one request (a probe) goes and its answer sets the
           // next budget. Requests still in flight may land after the expiry too, so the probe
           // waits for their answers: each of them brings a fresh budget.
-          b = { left: 1, until: Number.POSITIVE_INFINITY };
+          b = { left: 1, until: 0, probe: true };
           state.budgets.set(key, b);
         }
-        const probe = b.until === Number.POSITIVE_INFINITY;
+        const probe = b.probe;
         if (b.left > 0 && !(probe && state.inFlight > 0)) continue;
         if (probe) waitForAnswer = true;
         else waitMs = Math.max(waitMs, b.until - t);
@@ -363,19 +399,22 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
       const key = policy.partitionKey === undefined ? policy.policy : `${policy.policy}\u0000${policy.partitionKey}`;
       // requests still in flight may not be counted in `r` yet: count them against it
       const left = policy.remaining - state.inFlight;
-      const until = t + seconds * 1000;
+      const until = t + Math.min(seconds * 1000, maxWaitMs);
       const old = state.budgets.get(key);
       updated.add(key);
       // while an earlier word is in force, a looser one may be a reordered, older answer: keep the tighter
-      if (old !== undefined && old.until !== Number.POSITIVE_INFINITY && t < old.until && old.left <= left) continue;
-      state.budgets.set(key, { left, until });
+      if (old !== undefined && !old.probe && t < old.until && old.left <= left) continue;
+      // most recently updated last: the least recently updated is forgotten first
+      state.budgets.delete(key);
+      state.budgets.set(key, { left, until, probe: false });
     }
     if (retryable && info?.retryAfterSeconds !== undefined) {
-      const until = t + info.retryAfterSeconds * 1000;
+      const until = t + Math.min(info.retryAfterSeconds * 1000, maxWaitMs);
       const old = state.budgets.get(RETRY_AFTER);
-      if (old === undefined || old.until === Number.POSITIVE_INFINITY || old.until < until) state.budgets.set(RETRY_AFTER, { left: 0, until });
+      if (old === undefined || old.probe || old.until < until) state.budgets.set(RETRY_AFTER, { left: 0, until, probe: false });
       updated.add(RETRY_AFTER);
     }
+    if (state.budgets.size > MAX_BUDGETS_PER_ORIGIN) forgetOldest(state, ticket);
     for (const [key, budget] of state.budgets) {
       if (budget.owner === ticket && !updated.has(key)) state.budgets.delete(key);
     }
@@ -417,7 +456,8 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
       }
       if (seconds === undefined) return response;
       const waitMs = seconds * 1000;
-      if (waited.ms + waitMs > maxTotalWaitMs) return response;
+      // a wait beyond maxWaitMs (a Retry-After of a thousand years) is not made: the answer is returned
+      if (waitMs > maxWaitMs || waited.ms + waitMs > maxTotalWaitMs) return response;
       await response.body?.cancel().catch(() => {});
       onWait?.({ url, waitMs, reason: "retry-after", attempt: attempt + 1 });
       await sleep(waitMs, signal);

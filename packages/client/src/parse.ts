@@ -233,9 +233,10 @@ function draft7(get: (name: string) => string | undefined): RateLimitPolicy[] {
 function numberField(field: string | undefined): { value: number; window?: number } | undefined {
   if (field === undefined) return undefined;
   const text = field.trim();
-  if (/^\d+(?:\.\d+)?$/.test(text)) return { value: Number(text) };
+  // a number no clock or counter can hold (309 digits read as Infinity, say) is no value at all
+  if (/^\d+(?:\.\d+)?$/.test(text)) return saneNumber(Number(text)) ? { value: Number(text) } : undefined;
   const first = parseList(text)?.[0];
-  if (first?.kind !== "item" || (first.value.type !== "integer" && first.value.type !== "decimal") || first.value.value < 0) {
+  if (first?.kind !== "item" || (first.value.type !== "integer" && first.value.type !== "decimal") || first.value.value < 0 || !saneNumber(first.value.value)) {
     return undefined;
   }
   const window = nonNegativeInteger(first.params.get("w"));
@@ -284,12 +285,17 @@ function legacy(get: (name: string) => string | undefined, now: number): RateLim
 function retryAfter(field: string | undefined, now: number): number | undefined {
   if (field === undefined) return undefined;
   const text = field.trim();
-  if (/^\d+$/.test(text)) return Number(text);
+  if (/^\d+$/.test(text)) return saneNumber(Number(text)) ? Number(text) : undefined;
   const date = parseHttpDate(text, now);
   if (date !== undefined) return Math.max(0, Math.ceil((date - now) / 1000));
   // the same value sent twice and combined by Headers#get: "120, 120"
   const repeated = /^(\d+)\s*,/.exec(text);
-  return repeated ? Number(repeated[1]) : undefined;
+  return repeated && saneNumber(Number(repeated[1])) ? Number(repeated[1]) : undefined;
+}
+
+/** Whether a header's number is one a client can act on: finite, at most 2^53 − 1. */
+function saneNumber(value: number): boolean {
+  return Number.isFinite(value) && value <= Number.MAX_SAFE_INTEGER;
 }
 
 /**
