@@ -112,6 +112,11 @@ interface Part {
   release: string;
   /** The HSET value expression after an allowed request. */
   value: string;
+  /**
+   * A bucket's mark of an allowed charge (its TAT right after it, µs: what a refund of that charge
+   * needs), appended to the reply after every policy's 7 numbers; `undefined` for the others.
+   */
+  mark?: string;
   /** When (µs) the written state is empty again. */
   expiresUs: string;
 }
@@ -198,13 +203,21 @@ if ${p}_diff >= 0 then ${p}_remaining = floor(${p}_diff / ${int(T)}) else ${p}_d
             ? `1, floor(${p}_diff / ${int(T)}), ceil(${p}_new_tat / 1000), 0, 0, ${p}_refill_at, 0`
             : `1, ${p}_remaining, ceil(${p}_new_tat / 1000), 0, ${p}_delay, ${p}_refill_at, 0`,
         prepare: "",
+        // never more than the charge still weighs: its mark (the TAT right after it; without a
+        // charge named, the latest: the TAT now) less now, and never below now (full)
         refund: `if ${p}_tat ~= nil and ${p}_tat > now_us then
-  ${p}_tat = max(now_us, ${p}_tat - refund_cost * ${int(T)})
-  changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
+  local mark = ${p}_tat
+  if charged_ms >= 0 then mark = tonumber(ARGV[${4 + i}]) or 0 end
+  local back = math.min(refund_cost * ${int(T)}, mark - now_us, ${p}_tat - now_us)
+  if back > 0 then
+    ${p}_tat = ${p}_tat - back
+    changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
+  end
 end`,
         release: "",
         value: `fmt('%.0f', ${p}_new_tat)`,
         expiresUs: `${p}_new_tat`,
+        mark: `${p}_new_tat`,
       };
     }
     case "fixedWindow": {
@@ -539,6 +552,9 @@ export function decideScript(policies: readonly Policy[]): Script {
   // penalty boxes: a field of their own per policy, read after '@expires'
   const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
   const answer = (results: string[]) => `answer(${results.join(", ")})`;
+  // the buckets' marks of an allowed consume, appended to the reply (0 in every other reply)
+  const marks = parts.flatMap((x, k) => (x.mark === undefined ? [] : [{ p: names[k]!, mark: x.mark }]));
+  const noMarks = marks.map(() => "0").join(", ");
   const concurrent = policies.some((policy) => policy.kind === "concurrency");
   // the write of an allowed consume. The hash's TTL is pushed past the state's expiry with some
   // slack, and only when the state would outlive it: a hot key is not sent a PEXPIRE on every request.
@@ -556,10 +572,11 @@ export function decideScript(policies: readonly Policy[]): Script {
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}${policy.block === undefined ? "" : " with a penalty box"}`).join(", ")}`,
     "-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.",
     `-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund${concurrent ? ", 'x' release" : ""}), now in µs (test stores and`,
-    `-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms)${concurrent ? "; for a consume" : "."}`,
+    `-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy${concurrent ? "; for a consume" : "."}`,
     ...(concurrent ? ["-- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free)."] : []),
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
-    "-- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).",
+    "-- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),",
+    `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT right after an allowed consume, µs; 0 otherwise)`}.`,
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     // the usual cost, 1, is recognized without a conversion (interned strings compare by pointer)
@@ -597,7 +614,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     ...parts.map((x) => x.prepare).filter((x) => x !== ""),
     ...write.map((line) => `  ${line}`),
     ...parts.map((x) => x.allowed.replace(/^/gm, "  ")).filter((x) => x.trim() !== ""),
-    `  return { now_ms, ${parts.map((x) => x.values).join(", ")} }`,
+    `  return { now_ms, ${[...parts.map((x) => x.values), ...marks.map((m) => m.mark)].join(", ")} }`,
     "end",
     "",
     "-- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables",
@@ -610,18 +627,20 @@ export function decideScript(policies: readonly Policy[]): Script {
           "end",
         ]
       : []),
-    "-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)",
+    "-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)",
     "local function answer(...)",
     "  local out = { now_ms }",
     "  for _, r in ipairs({ ... }) do",
     "    for j = 1, 7 do out[#out + 1] = r[j] or 0 end",
     "  end",
+    ...marks.map(() => "  out[#out + 1] = 0"),
     "  return out",
     "end",
     ...parts.flatMap((x, k) => [`-- ${names[k]}`, x.decide]),
     "",
     "if ARGV[2] == 'r' then",
-    "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek",
+    "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),",
+    "  -- then answer as a peek",
     "  local refund_cost = cost",
     "  local charged_ms = tonumber(ARGV[4]) or -1",
     "  -- the windows: the one charged in (without a time, the current one)",
@@ -646,15 +665,26 @@ export function decideScript(policies: readonly Policy[]): Script {
       ? []
       : [
           `if (${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}) then`,
-          "  -- a penalty box runs: denied until it ends; the other policies report their state now",
+          "  -- a penalty box runs: a blocked policy denies until the later of the block's end and its own retry time for",
+          "  -- the request; the others decide it as they would (their state now if they would allow it). Nothing is",
+          "  -- written, no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.",
+          `  local asked = cost`,
+          `  if ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""} then asked = 1 end`,
           "  local function while_blocked(decide, till)",
-          "    local r = { decide(math.huge) }",
-          "    r[1], r[4], r[5], r[7] = 1, 0, 0, 0",
+          "    local r = { decide(asked) }",
+          "    if r[1] == 1 then",
+          "      r = { decide(math.huge) }",
+          "      r[1], r[4], r[5] = 1, 0, 0",
+          "    end",
+          "    r[7] = 0",
           "    if till and till > now_us then",
-          "      r[1], r[2], r[4] = 0, 0, ceil((till - now_us) / 1000)",
-          "      r[6] = now_ms + r[4]",
+          "      local ms = ceil((till - now_us) / 1000)",
+          "      local wait = ms",
+          "      if r[1] == 0 and (r[4] == -1 or r[4] > ms) then wait = r[4] end",
+          "      r[1], r[2], r[4], r[5] = 0, 0, wait, 0",
+          "      if wait == -1 then r[6] = now_ms + ms else r[6] = now_ms + wait end",
           "      if r[3] < r[6] then r[3] = r[6] end",
-          "      r[7] = 1",
+          "      r[7] = now_ms + ms",
           "    end",
           "    return r",
           "  end",
@@ -712,7 +742,9 @@ end`,
       `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
       "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
       "  end",
-      `  ${p}_result[1], ${p}_result[2], ${p}_result[4], ${p}_result[5], ${p}_result[6], ${p}_result[7] = 0, 0, ms, 0, now_ms + ms, 1`,
+      "  -- retry at the later of the block's end and the policy's own retry time, so that the retry passes",
+      `  local wait = max(ms, ${p}_result[4])`,
+      `  ${p}_result[1], ${p}_result[2], ${p}_result[4], ${p}_result[5], ${p}_result[6], ${p}_result[7] = 0, 0, wait, 0, now_ms + wait, now_ms + ms`,
       `  if ${p}_result[3] < ${p}_result[6] then ${p}_result[3] = ${p}_result[6] end`,
       "end",
     );
