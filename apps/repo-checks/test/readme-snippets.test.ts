@@ -1,6 +1,7 @@
 /**
  * Every TypeScript block (```ts or ```typescript) of every README in the repository — the root's,
- * packages/*'s and apps/*'s — compiles as a user's code would, and the runnable ones run.
+ * packages/*'s and apps/*'s — and of every page of the documentation site (apps/docs, but its
+ * generated API reference) compiles as a user's code would, and the runnable ones run.
  *
  * The blocks are written to a throwaway project inside this package (`.snippets/`, gitignored):
  * an ES module package whose node_modules are this package's, so `@sluice/*` resolve to the
@@ -11,23 +12,26 @@
  * (`"module": "esnext"`), in the environment it is written for:
  *
  * - **Workers** (a block that imports `@sluice/cloudflare` or `cloudflare:*`, or names a Workers
- *   type such as `KVNamespace`): the compiler options of the `tsconfig.json` the Cloudflare quick
- *   starts give (`lib: ["ES2022"]`, `types: ["@cloudflare/workers-types"]`), read from the READMEs;
+ *   type such as `KVNamespace`): the compiler options of the `tsconfig.json` the Cloudflare docs
+ *   give (`lib: ["ES2022"]`, `types: ["@cloudflare/workers-types"]`), read from the package's
+ *   README and its page on the site;
  * - **Node.js** (every other block): `lib: ["ES2022", "DOM", "DOM.Iterable"]`, `types: ["node"]`;
  *   the blocks that use `@sluice/client` alone also without the DOM library, as the client
  *   promises (the Fetch types of @types/node are enough).
  *
  * Every Node.js block is also run, as `node --import tsx <file>` from the project (what "run it
- * with `npx tsx example.mts`" does), and must exit 0 within 60 s. Markers after the language in the
+ * with `npx tsx example.mts`" does), and must exit 0 within 60 s; a block that appears twice (a
+ * package README's example is also on its page) runs once. Markers after the language in the
  * fence's info string opt out, and nothing else may be written there: `no-run` — the block needs a
  * service (Redis, Upstash, the running demo) or serves forever; `no-check` — it cannot compile
- * alone on purpose (neither is compiled nor run). The contributing notes of the root README say
- * this; Workers blocks are compiled only (they need workerd).
+ * alone on purpose (neither is compiled nor run). The site's contributing page says this; Workers
+ * blocks are compiled only (they need workerd).
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -37,7 +41,7 @@ const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
 type Environment = "node" | "workers";
 
 interface Snippet {
-  /** README path relative to the repository root. */
+  /** Markdown file (a README or a page of the site), relative to the repository root. */
   readme: string;
   /** 1-based line of the opening fence. */
   line: number;
@@ -50,7 +54,19 @@ interface Snippet {
 
 const MARKERS = new Set(["no-run", "no-check"]);
 
-/** Every README.md of the repository: the root's, then packages/*, then apps/*. */
+/** The site's Markdown pages (apps/docs), without what is generated or installed there. */
+function sitePages(dir = "apps/docs"): string[] {
+  const skip = new Set(["node_modules", "dist", "api", "public", "snippets", "test", "scripts", ".vitepress"]);
+  return readdirSync(join(rootDir, dir), { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((entry) => {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) return skip.has(entry.name) ? [] : sitePages(path);
+      return entry.name.endsWith(".md") && entry.name !== "README.md" ? [path] : [];
+    });
+}
+
+/** Every README.md of the repository (the root's, then packages/*, then apps/*), then the site's pages. */
 function readmes(): string[] {
   const found = ["README.md"];
   for (const group of ["packages", "apps"]) {
@@ -65,7 +81,7 @@ function readmes(): string[] {
       }
     }
   }
-  return found;
+  return [...found, ...sitePages()];
 }
 
 /** The fenced blocks of a Markdown file (CommonMark fences of backticks, indented up to 3 spaces). */
@@ -93,7 +109,7 @@ function fences(markdown: string): { line: number; language: string; markers: st
 const WORKERS = /from\s+["'](@sluice\/cloudflare|cloudflare:[\w-]+)["']|\b(KVNamespace|DurableObjectNamespace|DurableObjectState|ExecutionContext|ExportedHandler)\b/;
 
 const snippets: Snippet[] = readmes().flatMap((readme) => {
-  const slug = readme.replace(/\/?README\.md$/, "").replace(/[^\w]+/g, "-") || "root";
+  const slug = readme.replace(/\/?README\.md$/, "").replace(/\.md$/, "").replace(/[^\w]+/g, "-") || "root";
   return fences(readFileSync(join(rootDir, readme), "utf8"))
     .filter((block) => block.language === "ts" || block.language === "typescript")
     .map((block, index) => ({
@@ -137,16 +153,16 @@ const MODULE_SETTINGS: [string, ts.CompilerOptions][] = [
 const clientOnly = (s: Snippet) => /from\s+["']@sluice\/client["']/.test(s.code) && !/from\s+["']@sluice\/(?!client["'])/.test(s.code);
 
 /**
- * The tsconfig.json the Cloudflare quick starts tell users to write (the root README's and
- * packages/cloudflare's, which must be the same): the Workers blocks compile with its options.
+ * The tsconfig.json the Cloudflare docs tell users to write (packages/cloudflare's README and its
+ * page on the site, which must be the same): the Workers blocks compile with its options.
  */
 function workersTsconfig(): { options: ts.CompilerOptions; sources: string[] } {
-  const found = ["README.md", "packages/cloudflare/README.md"].map((readme) => {
+  const found = ["packages/cloudflare/README.md", "apps/docs/packages/cloudflare.md"].map((readme) => {
     const blocks = fences(readFileSync(join(rootDir, readme), "utf8")).filter((b) => b.language === "json" && b.code.includes('"@cloudflare/workers-types"'));
     expect(blocks, `${readme}: one tsconfig.json block naming @cloudflare/workers-types`).toHaveLength(1);
     return { readme, code: (blocks[0] as { code: string }).code };
   });
-  expect(new Set(found.map((f) => f.code)).size, "the two READMEs give the same tsconfig.json").toBe(1);
+  expect(new Set(found.map((f) => f.code)).size, "the README and the site give the same tsconfig.json").toBe(1);
   const json = JSON.parse((found[0] as { code: string }).code) as { compilerOptions: object };
   const { options, errors } = ts.convertCompilerOptionsFromJson(json.compilerOptions, project);
   expect(errors.map((e) => ts.flattenDiagnosticMessageText(e.messageText, "\n"))).toEqual([]);
@@ -159,28 +175,44 @@ const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
   ["Workers (the quick start's tsconfig.json: ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", {}],
 ];
 
-function compile(files: Snippet[], options: ts.CompilerOptions): string[] {
+/** Type-checks the blocks as one program, in a worker thread (compile-worker.mjs): its diagnostics, at the Markdown's lines. */
+async function compile(files: Snippet[], options: ts.CompilerOptions): Promise<string[]> {
   const byFile = new Map(files.map((s) => [join(project, s.file), s]));
-  const compilerOptions = { ...base, ...options };
-  // resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
-  const host = ts.createCompilerHost(compilerOptions);
-  host.getCurrentDirectory = () => project;
-  const program = ts.createProgram({ rootNames: [...byFile.keys()], options: compilerOptions, host });
-  return ts.getPreEmitDiagnostics(program).map((d) => {
-    const message = ts.flattenDiagnosticMessageText(d.messageText, "\n");
-    if (d.file === undefined) return message;
-    const { line } = d.file.getLineAndCharacterOfPosition(d.start ?? 0);
-    const snippet = byFile.get(d.file.fileName);
-    // a block's line n is the README's line (fence + n)
-    const at = snippet === undefined ? `${relative(rootDir, d.file.fileName)}:${line + 1}` : `${snippet.readme}:${snippet.line + line + 1}`;
-    return `${at}: ${message}`;
+  const worker = new Worker(new URL("./compile-worker.mjs", import.meta.url), {
+    workerData: { rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project },
   });
+  try {
+    const diagnostics = await new Promise<{ file: string | undefined; line: number; message: string }[]>((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`the compile worker exited with code ${code}`)));
+    });
+    return diagnostics.map(({ file, line, message }) => {
+      if (file === undefined) return message;
+      const snippet = byFile.get(file);
+      // a block's line n is the Markdown's line (fence + n)
+      const at = snippet === undefined ? `${relative(rootDir, file)}:${line + 1}` : `${snippet.readme}:${snippet.line + line + 1}`;
+      return `${at}: ${message}`;
+    });
+  } finally {
+    await worker.terminate();
+  }
 }
 
-describe("README TypeScript blocks", () => {
-  it("are found in every README, each with known markers only", () => {
-    expect(snippets.length).toBeGreaterThan(20);
-    for (const readme of ["README.md", "packages/core/README.md", "packages/redis/README.md", "packages/cloudflare/README.md", "packages/next/README.md"]) {
+describe("TypeScript blocks of the READMEs and the site", () => {
+  it("are found in every README and on the site's pages, each with known markers only", () => {
+    expect(snippets.length).toBeGreaterThan(40);
+    for (const readme of [
+      "README.md",
+      "packages/core/README.md",
+      "packages/redis/README.md",
+      "packages/cloudflare/README.md",
+      "packages/next/README.md",
+      "apps/docs/concepts/algorithms.md",
+      "apps/docs/concepts/protection.md",
+      "apps/docs/packages/hono.md",
+      "apps/docs/migration.md",
+    ]) {
       expect(snippets.some((s) => s.readme === readme), readme).toBe(true);
     }
     expect(snippets.flatMap((s) => s.markers.filter((m) => !MARKERS.has(m)).map((m) => `${where(s)}: unknown marker "${m}"`))).toEqual([]);
@@ -189,7 +221,7 @@ describe("README TypeScript blocks", () => {
 
   for (const [moduleName, moduleOptions] of MODULE_SETTINGS) {
     for (const [environmentName, belongs, environmentOptions] of ENVIRONMENTS) {
-      it(`compile under ${moduleName}: ${environmentName}`, () => {
+      it(`compile under ${moduleName}: ${environmentName}`, async () => {
         const files = checked.filter(belongs);
         expect(files.length).toBeGreaterThan(0);
         // Workers: the README's tsconfig.json as written (bundler), or with module nodenext
@@ -200,12 +232,15 @@ describe("README TypeScript blocks", () => {
           expect(options.types).toEqual(["@cloudflare/workers-types"]);
           expect(options.moduleResolution).toBe(moduleName === "nodenext" ? ts.ModuleResolutionKind.NodeNext : ts.ModuleResolutionKind.Bundler);
         }
-        expect(compile(files, options)).toEqual([]);
+        expect(await compile(files, options)).toEqual([]);
       });
     }
   }
 
-  const runnable = checked.filter((s) => s.environment === "node" && !s.markers.includes("no-run"));
+  // a block that appears twice (a package README's example is also on its page) runs once
+  const runnable = checked
+    .filter((s) => s.environment === "node" && !s.markers.includes("no-run"))
+    .filter((s, i, all) => all.findIndex((other) => other.code === s.code) === i);
   it.each(runnable.map((s) => [where(s), s] as const))("%s runs with tsx and exits 0", async (_where, snippet) => {
     // as from a shell: without the NODE_ENV=test that Vitest sets (Next.js's types declare NODE_ENV
     // required on ProcessEnv; this environment has none on purpose)
