@@ -63,11 +63,11 @@ function apiSidebar(): DefaultTheme.SidebarItem[] {
     for (const entry of readdirSync(dir).sort()) {
       const path = join(dir, entry);
       if (!statSync(path).isDirectory()) continue;
-      const pages = readdirSync(path).filter((f) => f.endsWith(".md"));
-      if (pages.length === 0) {
+      if (existsSync(join(path, "index.md"))) {
         walk(path, `${name}/${entry}`); // a sub-entry, e.g. @sluice/core/store
         continue;
       }
+      const pages = readdirSync(path).filter((f) => f.endsWith(".md"));
       kinds.push({
         text: entry.replace(/-/g, " ").replace(/^./, (c) => c.toUpperCase()),
         collapsed: true,

@@ -113,7 +113,7 @@ describe("the documentation site", () => {
     }
     const rateLimiter = readFileSync(join(outDir, "api/@sluice/core/classes/RateLimiter.html"), "utf8");
     for (const method of ["limit()", "peek()", "reset()", "refund()", "release()"]) expect(rateLimiter, method).toContain(method);
-    for (const entry of ["@sluice/core", "@sluice/core/store", "@sluice/redis", "@sluice/cloudflare", "@sluice/hono", "@sluice/next", "@sluice/otel", "@sluice/client"]) {
+    for (const entry of ["@sluice/core", "@sluice/core/store", "@sluice/core/adapter", "@sluice/redis", "@sluice/cloudflare", "@sluice/hono", "@sluice/next", "@sluice/otel", "@sluice/client"]) {
       expect(all, entry).toContain(`api/${entry}/index.html`);
     }
     // the playground page embeds the built playground
