@@ -1,0 +1,1 @@
+bun add "$SLUICE_TARBALLS/sluice-core-0.1.0.tgz" "$SLUICE_TARBALLS/sluice-hono-0.1.0.tgz" hono

@@ -1,0 +1,16 @@
+import { RateLimiter, fixedWindow, slidingWindow } from "@sluice/core";
+import { rateLimiter } from "@sluice/hono";
+import { Hono } from "hono";
+
+const limiter = new RateLimiter({
+  limits: [
+    slidingWindow({ limit: 10, window: "1m", name: "per-minute" }),
+    fixedWindow({ limit: 1000, window: "1d", name: "per-day" }),
+  ],
+});
+
+const app = new Hono()
+  .use("/api/*", rateLimiter({ limiter, key: (c) => c.req.header("x-api-key") ?? "anonymous" }))
+  .get("/api/hello", (c) => c.json({ hello: "world", remaining: c.get("rateLimit")?.remaining }));
+
+Deno.serve({ port: Number(Deno.env.get("PORT") ?? 8787) }, app.fetch);

@@ -1,0 +1,3 @@
+pnpm init --init-type module
+pnpm add "$SLUICE_TARBALLS/sluice-core-0.1.0.tgz" "$SLUICE_TARBALLS/sluice-hono-0.1.0.tgz" hono @hono/node-server
+pnpm add -D tsx

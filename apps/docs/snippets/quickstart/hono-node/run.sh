@@ -1,0 +1,1 @@
+pnpm exec tsx server.ts

@@ -1,0 +1,1 @@
+pnpm exec tsx --env-file=.env limit.ts
