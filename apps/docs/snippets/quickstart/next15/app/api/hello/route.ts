@@ -1,0 +1,3 @@
+export async function GET() {
+  return Response.json({ hello: "world" });
+}
