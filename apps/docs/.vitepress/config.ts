@@ -88,6 +88,8 @@ export default defineConfig({
   title: "Sluice",
   description: "Rate limiting for HTTP APIs wherever the Fetch API runs: Node.js, Bun, Deno, Cloudflare Workers, Next.js and Vercel edge.",
   lang: "en-US",
+  // no favicon file: an empty icon, so browsers do not ask for /favicon.ico
+  head: [["link", { rel: "icon", href: "data:," }]],
   base: process.env.DOCS_BASE ?? "/",
   outDir: "dist",
   cacheDir: ".vitepress/cache",
@@ -101,6 +103,8 @@ export default defineConfig({
     server: { fs: { allow: [join(docsDir, "..", "..")] } },
     // docs/benchmarks.md (included by benchmarks.md) names its chart relative to itself
     resolve: { alias: [{ find: /^\.\/benchmarks\.svg$/, replacement: join(docsDir, "..", "..", "docs", "benchmarks.svg") }] },
+    // the local search index is one chunk of about 1 MB
+    build: { chunkSizeWarningLimit: 2000 },
   },
   themeConfig: {
     nav: [

@@ -153,6 +153,9 @@ describe("the documentation site", () => {
       page.on("console", (message) => {
         if (message.type() === "error") pageErrors.push(message.text());
       });
+      page.on("response", (response) => {
+        if (response.status() >= 400) pageErrors.push(`${response.status()} ${response.url()}`);
+      });
       await mkdir(RESULTS, { recursive: true });
     });
 

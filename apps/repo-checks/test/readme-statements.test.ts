@@ -3,8 +3,9 @@
  *
  * - the root README is a landing page of at most 250 lines that says early that nothing is on the
  *   npm registry and how to install from the tarballs, gives the two commands as the repository
- *   runs them (the pnpm of `packageManager`) and the quick loop, and lists every package, every
- *   algorithm factory and every folder of the repository;
+ *   runs them (the pnpm of `packageManager`) and the quick loop, gives its quick start exactly as
+ *   the files apps/quickstarts runs (apps/docs/snippets/quickstart/hono-node), and lists every
+ *   package, every algorithm factory and every folder of the repository;
  * - every `pnpm <script>` a README or a page names is a script of the root package.json;
  * - every relative link of every README (root, packages/*, apps/*) points to a file or folder
  *   that exists, and a link to a Markdown heading to a heading that exists (the site's own links
@@ -78,6 +79,18 @@ describe("the root README", () => {
     // what `pnpm test` needs from the machine is what its preflight installs
     expect(read("scripts/preflight.mjs")).toMatch(/redis-server[\s\S]*chromium/);
     for (const needed of ["`redis-server`", "`chromium`"]) expect(readme).toContain(needed);
+  });
+
+  it("gives the Hono-on-Node quick start exactly as its files in apps/docs/snippets, which the quick-start tests run", () => {
+    const section = /## Quick start: Hono on Node\.js\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? "";
+    const blocks = [...section.matchAll(/^```(\w+)[^\n]*\n([\s\S]*?)^```$/gm)].map(([, language, code]) => ({ language, code }));
+    const snippet = (file: string) => read(`apps/docs/snippets/quickstart/hono-node/${file}`);
+    expect(blocks.slice(0, 3)).toEqual([
+      { language: "sh", code: snippet("install.sh") },
+      { language: "ts", code: snippet("server.ts") },
+      { language: "sh", code: snippet("run.sh") },
+    ]);
+    expect(section).toContain("`server.ts`:");
   });
 
   it("lists every package, every algorithm factory and every folder of the repository", () => {
