@@ -141,7 +141,7 @@ export function createWorkspace(tarballs: string, extra: Record<string, string> 
     NEXT_TELEMETRY_DISABLED: "1",
     DO_NOT_TRACK: "1",
     ...extra,
-  } as NodeJS.ProcessEnv;
+  } as unknown as NodeJS.ProcessEnv;
   return { dir, env, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 

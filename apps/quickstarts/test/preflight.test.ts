@@ -53,7 +53,7 @@ const aptLog = () => (existsSync(log) ? readFileSync(log, "utf8").trim().split("
 /** Runs `preflight({ uid })` in a node process whose environment is `env` alone. */
 function preflight(uid: number, env: Record<string, string> = {}) {
   const code = `import { preflight } from ${JSON.stringify(pathToFileURL(SCRIPT).href)}; process.exitCode = preflight({ uid: ${uid} });`;
-  const result = spawnSync(process.execPath, ["--input-type=module", "-e", code], { env: { PATH: bin, ...env }, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(process.execPath, ["--input-type=module", "-e", code], { env: { PATH: bin, ...env } as unknown as NodeJS.ProcessEnv, encoding: "utf8", timeout: 30_000 });
   return { code: result.status, lines: `${result.stdout}${result.stderr}`.split("\n") };
 }
 
