@@ -8,7 +8,7 @@
  * - headless Chromium (playwright-core over Debian's `chromium`, no browser download) opens the
  *   home page and the playground page served over HTTP, and the playground draws its plots.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { type Server, createServer } from "node:http";
@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { extname, join, normalize, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { chromiumPath } from "@sluice/testing/chromium";
 import { LinkChecker, LinkState } from "linkinator";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,22 +25,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const run = promisify(execFile);
 const docsDir = fileURLToPath(new URL("..", import.meta.url));
 const RESULTS = join(docsDir, "test-results");
-
-/** Debian's chromium on PATH (or CHROMIUM_PATH); the test fails, never skips, without it. */
-function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  try {
-    const found = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
-    if (found !== "") return found;
-  } catch {
-    // not found: fall through to the message
-  }
-  throw new Error(
-    "The docs site's browser test needs Chromium, and `chromium` is not on PATH. Install Debian's package: " +
-      "`apt-get update && apt-get install -y chromium` (as root; `pnpm test` does it when it can), or set CHROMIUM_PATH.",
-  );
-}
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -143,7 +128,7 @@ describe("the documentation site", () => {
 
     beforeAll(async () => {
       browser = await chromium.launch({
-        executablePath: chromiumPath(),
+        executablePath: chromiumPath("The docs site's browser test"),
         args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
         timeout: 30_000,
       });

@@ -4,11 +4,11 @@
  * preset, reads the counts shown, checks them against the core's own decisions for the same trace,
  * checks that the URL carries the settings, and saves screenshots to `test-results/`.
  */
-import { execFileSync } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { chromiumPath } from "@sluice/testing/chromium";
 import { type Browser, type Page, chromium } from "playwright-core";
 import { type PreviewServer, build, preview } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,22 +18,6 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const RESULTS = join(ROOT, "test-results");
 const ALGORITHMS = ["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"] as const;
 
-/** Debian's chromium on PATH (or CHROMIUM_PATH); the test fails, never skips, without it. */
-function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-  try {
-    const found = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
-    if (found !== "") return found;
-  } catch {
-    // not found: fall through to the message
-  }
-  throw new Error(
-    "The playground's browser test needs Chromium, and `chromium` is not on PATH. Install Debian's package: " +
-      "`apt-get update && apt-get install -y chromium` (as root; .ci/run does it when missing), or set CHROMIUM_PATH.",
-  );
-}
-
 let outDir: string;
 let server: PreviewServer;
 let browser: Browser;
@@ -42,7 +26,7 @@ let baseUrl: string;
 const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  const executablePath = chromiumPath();
+  const executablePath = chromiumPath("The playground's browser test");
   outDir = await mkdtemp(join(tmpdir(), "sluice-playground-"));
   await build({ root: ROOT, configFile: join(ROOT, "vite.config.ts"), logLevel: "silent", build: { outDir, emptyOutDir: true } });
   server = await preview({
