@@ -2,34 +2,22 @@
  * `@sluice/hono` on Workers hands each decision's `pending` to `c.executionCtx.waitUntil`: the
  * response does not wait for the background work, and the work still finishes.
  */
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { type StartedWorker, startWorker } from "@sluice/testing/miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** How long each decision's background work takes in the fixture: far longer than serving a request. */
 const PENDING_MS = 400;
 
-let mf: Miniflare;
+let worker: StartedWorker | undefined;
 let url: string;
 
 beforeAll(async () => {
-  const bundled = await build({
-    entryPoints: [fileURLToPath(new URL("./fixtures/hono-wait-until.ts", import.meta.url))],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["@sluice/source", "workerd", "worker", "browser"],
-    logLevel: "silent",
-  });
-  mf = new Miniflare({ cf: false, modules: true, script: bundled.outputFiles[0]!.text, compatibilityDate: "2026-07-01", bindings: { PENDING_MS: String(PENDING_MS) } });
-  url = (await mf.ready).toString();
+  worker = await startWorker({ entry: new URL("./fixtures/hono-wait-until.ts", import.meta.url), bindings: { PENDING_MS: String(PENDING_MS) } });
+  url = worker.url;
 });
 
 afterAll(async () => {
-  await mf?.dispose();
+  await worker?.stop();
 });
 
 describe("Hono on Workers", () => {

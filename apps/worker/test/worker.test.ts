@@ -5,12 +5,11 @@
  * — share one Durable Object namespace, as every instance of a deployed Worker does; requests go to
  * each over real HTTP (its own socket).
  */
-import { constants, readFileSync } from "node:fs";
-import { access, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { bundleWorker, storageDir } from "@sluice/testing/miniflare";
 import { Miniflare } from "miniflare";
 import { parse } from "smol-toml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,28 +32,10 @@ let urlA: string;
 let urlB: string;
 
 beforeAll(async () => {
-  const bundled = await build({
-    entryPoints: [join(appDir, config.main)],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["@sluice/source", "workerd", "worker", "browser"],
-    external: ["cloudflare:*"],
-    logLevel: "silent",
-  });
-  const script = bundled.outputFiles[0]!.text;
+  const script = await bundleWorker(join(appDir, config.main));
   const sqliteClasses = new Set(config.migrations.flatMap((m) => m.new_sqlite_classes ?? []));
   const bindings = config.durable_objects.bindings;
-  let base = tmpdir();
-  try {
-    await access("/dev/shm", constants.W_OK); // tmpfs: workerd syncs SQLite on every write
-    base = "/dev/shm";
-  } catch {
-    // the system's temp dir
-  }
-  dir = await mkdtemp(join(base, "sluice-worker-app-"));
+  dir = await storageDir("sluice-worker-app-");
   const worker = { modules: true, script, compatibilityDate: config.compatibility_date, bindings: config.vars ?? {} };
   mf = new Miniflare({
     cf: false,

@@ -1,108 +1,36 @@
 /**
- * Node-side test helpers: bundle a test Worker from the package's TypeScript sources, run it in
- * workerd through Miniflare (never reaching the network: `cf: false`), and a `Store` whose calls
+ * Node-side test helpers: a test Worker of this package in workerd (bundled and started by
+ * `@sluice/testing/miniflare`, never reaching the network: `cf: false`), and a `Store` whose calls
  * go over HTTP to that Worker, so the conformance suite runs unchanged in Vitest while every
  * decision is made by the Durable Object inside workerd.
  */
-import { constants } from "node:fs";
-import { access, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { BoundStore, Store, StoreNamespace, StoreResult } from "@sluice/core";
-import { build } from "esbuild";
-import { Miniflare, type MiniflareOptions } from "miniflare";
+import { type StartedWorker, startWorker as startTestWorker, storageDir } from "@sluice/testing/miniflare";
 import { specOf } from "../src/protocol.js";
 
-/** The compatibility date of the test Workers (the workerd that Miniflare ships supports it). */
-export const COMPATIBILITY_DATE = "2026-07-01";
-
-const bundles = new Map<string, Promise<string>>();
-
-/**
- * Bundles `entry` (a path relative to this folder) into one ES module for workerd: workspace
- * packages resolve to their sources (`@sluice/source`), `cloudflare:*` stays external.
- */
-export function bundle(entry: string): Promise<string> {
-  let code = bundles.get(entry);
-  if (code === undefined) {
-    code = build({
-      entryPoints: [fileURLToPath(new URL(entry, import.meta.url))],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "browser",
-      target: "es2022",
-      conditions: ["@sluice/source", "workerd", "worker", "browser"],
-      external: ["cloudflare:*"],
-      logLevel: "silent",
-    }).then((result) => result.outputFiles[0]!.text);
-    bundles.set(entry, code);
-  }
-  return code;
-}
+export { type StartedWorker, storageDir };
 
 /** The Miniflare name of the test Worker (the script name of its Durable Object class). */
 export const WORKER_NAME = "sluice-test";
 
 /**
- * A fresh directory for Durable Object storage, on tmpfs (`/dev/shm`) where there is one: workerd
- * syncs SQLite to disk on every write, which makes the suite several times slower on a real disk.
+ * Starts Miniflare with a single Worker built from `entry` (a path relative to this folder), its
+ * `SLUICE` binding to the SQLite-backed `SluiceLimiter`. Storage goes to `persistTo` (kept), or to
+ * a fresh directory that `stop()` deletes.
  */
-export async function storageDir(): Promise<string> {
-  let base = tmpdir();
-  try {
-    await access("/dev/shm", constants.W_OK);
-    base = "/dev/shm";
-  } catch {
-    // no tmpfs: the system's temp dir
-  }
-  return mkdtemp(join(base, "sluice-do-"));
-}
-
-/** A running test Worker. */
-export interface StartedWorker {
-  mf: Miniflare;
-  url: string;
-  /** Disposes Miniflare, and deletes the storage directory unless it was given. */
-  stop(): Promise<void>;
-}
-
-/**
- * Starts Miniflare with a single Worker built from `entry`, its `SLUICE` binding to the
- * SQLite-backed `SluiceLimiter`. Storage goes to `persistTo` (kept), or to a fresh directory that
- * `stop()` deletes.
- */
-export async function startWorker(
+export function startWorker(
   entry: string,
   options: { testClock?: boolean; persistTo?: string; bindings?: Record<string, string> } = {},
 ): Promise<StartedWorker> {
-  const script = await bundle(entry);
-  const dir = options.persistTo ?? (await storageDir());
-  const config: MiniflareOptions = {
+  return startTestWorker({
+    entry: new URL(entry, import.meta.url),
     name: WORKER_NAME,
-    cf: false,
-    modules: true,
-    script,
-    compatibilityDate: COMPATIBILITY_DATE,
     durableObjects: { SLUICE: { className: "SluiceLimiter", useSQLite: true } },
     bindings: { ...(options.testClock ? { SLUICE_ALLOW_TEST_CLOCK: "true" } : {}), ...options.bindings },
-    durableObjectsPersist: dir,
+    ...(options.persistTo === undefined ? {} : { persistTo: options.persistTo }),
     // lets tests read an object's SQLite tables (mf.unsafeGetDurableObjectStorage)
-    unsafeInspectDurableObjects: true,
-  };
-  const mf = new Miniflare(config);
-  try {
-    const url = (await mf.ready).toString();
-    const stop = async () => {
-      await mf.dispose();
-      if (options.persistTo === undefined) await rm(dir, { recursive: true, force: true });
-    };
-    return { mf, url, stop };
-  } catch (error) {
-    await mf.dispose().catch(() => undefined);
-    throw error;
-  }
+    inspectDurableObjects: true,
+  });
 }
 
 /** Reads a JSON body written by the test Worker (Infinity spelled as a string). */
@@ -130,7 +58,7 @@ export class WorkerStore implements Store {
 
   bind(namespace: StoreNamespace): BoundStore {
     const policies = namespace.policies.map(specOf);
-    const call = <T>(op: string, key: string, cost?: number, chargedAt?: number, lease?: number) =>
+    const call = <T>(op: string, key: string, cost?: number, charge?: RefundCharge, lease?: number) =>
       post<T>(new URL("/store", this.baseUrl).toString(), {
         op,
         prefix: namespace.prefix,
@@ -138,7 +66,7 @@ export class WorkerStore implements Store {
         policies,
         key,
         cost,
-        chargedAt,
+        charge,
         lease,
         nowMs: this.options.clock?.(),
         shards: this.options.shards,
@@ -146,7 +74,7 @@ export class WorkerStore implements Store {
     return {
       consume: (key, cost, lease) => call<StoreResult>("consume", key, cost, undefined, lease),
       peek: (key) => call<StoreResult>("peek", key),
-      refund: (key, cost, chargedAt) => call<StoreResult>("refund", key, cost, chargedAt),
+      refund: (key, cost, charge) => call<StoreResult>("refund", key, cost, charge),
       release: (key, lease) => call<StoreResult>("release", key, undefined, undefined, lease),
       reset: async (key) => {
         await call<null>("reset", key);

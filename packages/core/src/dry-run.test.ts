@@ -10,6 +10,7 @@ import {
   leakyBucket,
 } from "./index.js";
 import { type Platform, createPipeline } from "./adapter.js";
+import { twoPerMinute } from "../../testing/src/headers.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -20,17 +21,6 @@ function limiterOf(limit: number, options: Partial<RateLimiterOptions> = {}) {
 
 function request(headers: Record<string, string> = {}): Request {
   return new Request("https://api.test/items", { headers });
-}
-
-/** The headers of the n-th request of a fresh `fixedWindow({ limit: 2, window: "1m" })` at T0. */
-function twoPerMinute(remaining: number): Record<string, string> {
-  return {
-    "ratelimit-policy": '"2-per-1m";q=2;w=60',
-    ratelimit: `"2-per-1m";r=${remaining};t=18`,
-    "x-ratelimit-limit": "2",
-    "x-ratelimit-remaining": String(remaining),
-    "x-ratelimit-reset": "1700000040",
-  };
 }
 
 afterEach(() => {

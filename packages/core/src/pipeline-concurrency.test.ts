@@ -16,6 +16,7 @@ import {
   fixedWindow,
 } from "./index.js";
 import { createPipeline } from "./adapter.js";
+import { sleep, slowBody } from "../../testing/src/streams.js";
 
 type Args = [request: Request];
 const platform = { where: "test", request: (request: Request) => request };
@@ -24,19 +25,6 @@ function limiterOf(limit: number, options: { mode?: "dry-run"; store?: Store; on
   return new RateLimiter({ store: options.store ?? new MemoryStore(), limits: concurrency({ limit, name: "exports" }), ...options });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A body that enqueues `chunks` chunks, one every `everyMs`, then closes. */
-function slowBody(chunks: number, everyMs: number): ReadableStream<Uint8Array> {
-  let sent = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      await sleep(everyMs);
-      controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`));
-      if (++sent === chunks) controller.close();
-    },
-  });
-}
 
 const request = () => new Request("https://api.test/export");
 

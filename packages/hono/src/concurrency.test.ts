@@ -11,20 +11,8 @@ import { Hono } from "hono";
 import { stream } from "hono/streaming";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rateLimiter } from "./index.js";
+import { sleep, slowBody } from "@sluice/testing/streams";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A body that enqueues `chunks` chunks, one every `everyMs` (`chunks × everyMs` in all). */
-function slowBody(chunks: number, everyMs: number): ReadableStream<Uint8Array> {
-  let sent = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      await sleep(everyMs);
-      controller.enqueue(new TextEncoder().encode(`chunk ${sent}\n`));
-      if (++sent === chunks) controller.close();
-    },
-  });
-}
 
 function exportsLimiter(limit: number) {
   return new RateLimiter({ store: new MemoryStore(), limits: concurrency({ limit, name: "exports" }) });

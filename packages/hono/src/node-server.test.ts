@@ -82,6 +82,26 @@ describe("rateLimiter on @hono/node-server: headers through Hono", () => {
     expect(wire.map((w) => w.headers.find(([n]) => n === "ratelimit")?.[1])).toEqual(seen.map(([, ratelimit]) => ratelimit));
   });
 
+  it("the same under app.request(): the outer middleware sees exactly what goes out", async () => {
+    const app = new Hono();
+    const seen: [string, string | null, string | null][] = [];
+    app.use(async (c, next) => {
+      await next();
+      seen.push([c.req.path, c.res.headers.get("RateLimit"), c.res.headers.get("Retry-After")]);
+    });
+    app.use(rateLimiter({ limiter: limiterOf(2), key: () => "k" }));
+    app.get("/", (c) => c.text("ok"));
+    app.get("/raw", () => new Response("raw"));
+    const responses = [await app.request("/"), await app.request("/raw"), await app.request("/")];
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(seen).toEqual([
+      ["/", '"api";r=1;t=50', null],
+      ["/raw", '"api";r=0;t=50', null],
+      ["/", '"api";r=0;t=50', "50"],
+    ]);
+    expect(responses.map((r) => r.headers.get("RateLimit"))).toEqual(seen.map(([, ratelimit]) => ratelimit));
+  });
+
   it("a c.text response carries exactly the IETF and legacy headers, once each, with the handler's content type and length", async () => {
     const app = new Hono();
     app.use(rateLimiter({ limiter: limiterOf(3), key: () => "k" }));

@@ -6,6 +6,7 @@ import { type BoundStore, type Decision, MemoryStore, RateLimiter, type Store, f
 import { Hono } from "hono";
 import { describe, expect, it, vi } from "vitest";
 import { rateLimiter } from "./index.js";
+import { twoPerMinute } from "@sluice/testing/headers";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -20,17 +21,6 @@ function limitHeaders(res: Response): Record<string, string> {
     if (name.startsWith("ratelimit") || name.startsWith("x-ratelimit") || name === "retry-after") out[name] = value;
   }
   return out;
-}
-
-/** The headers of the n-th request of a fresh `fixedWindow({ limit: 2, window: "1m" })` at T0. */
-function twoPerMinute(remaining: number): Record<string, string> {
-  return {
-    "ratelimit-policy": '"2-per-1m";q=2;w=60',
-    ratelimit: `"2-per-1m";r=${remaining};t=18`,
-    "x-ratelimit-limit": "2",
-    "x-ratelimit-remaining": String(remaining),
-    "x-ratelimit-reset": "1700000040",
-  };
 }
 
 function dryRunApp(options: { dryRunHeaders?: boolean } = {}) {

@@ -7,21 +7,10 @@ import { MemoryStore, RateLimiter, SluiceConfigError, concurrency, fixedWindow }
 import { NextRequest } from "next/server";
 import { describe, expect, it } from "vitest";
 import { rateLimitMiddleware, rateLimitProxy, withRateLimit } from "./index.js";
+import { slowBody } from "@sluice/testing/streams";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const request = () => new NextRequest("https://app.test/api/export");
 const key = () => "k";
-
-function slowBody(chunks: number, everyMs: number): ReadableStream<Uint8Array> {
-  let sent = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      await sleep(everyMs);
-      controller.enqueue(new TextEncoder().encode(`row ${sent}\n`));
-      if (++sent === chunks) controller.close();
-    },
-  });
-}
 
 describe("withRateLimit with a concurrency limit", () => {
   it("a streamed route response holds its slot until the stream ends: a request meanwhile is a 429, one after passes", async () => {

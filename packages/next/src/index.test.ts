@@ -19,6 +19,7 @@ import {
   rateLimitProxy,
   withRateLimit,
 } from "./index.js";
+import { twoPerMinute } from "@sluice/testing/headers";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -46,17 +47,6 @@ class PendingLimiter extends RateLimiter {
 
 function pendingLimiterOf(limit: number): PendingLimiter {
   return new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit, window: "1m" }) });
-}
-
-/** The headers of the n-th request of a fresh `fixedWindow({ limit: 2, window: "1m" })` at T0. */
-function twoPerMinute(remaining: number): Record<string, string> {
-  return {
-    "ratelimit-policy": '"2-per-1m";q=2;w=60',
-    ratelimit: `"2-per-1m";r=${remaining};t=18`,
-    "x-ratelimit-limit": "2",
-    "x-ratelimit-remaining": String(remaining),
-    "x-ratelimit-reset": "1700000040",
-  };
 }
 
 const problem429 = {

@@ -6,6 +6,7 @@ import { type BoundStore, type Decision, MemoryStore, RateLimiter, type RateLimi
 import { NextRequest, NextResponse } from "next/server";
 import { describe, expect, it } from "vitest";
 import { rateLimitProxy, withRateLimit } from "./index.js";
+import { twoPerMinute } from "@sluice/testing/headers";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;
@@ -21,17 +22,6 @@ function dryRunLimiter(options: Partial<RateLimiterOptions> = {}): RateLimiter {
 function rateLimitHeadersOf(response: Response): Record<string, string> {
   const names = new Set(["ratelimit-policy", "ratelimit", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "retry-after"]);
   return Object.fromEntries([...response.headers].filter(([name]) => names.has(name)));
-}
-
-/** The headers of the n-th request of a fresh `fixedWindow({ limit: 2, window: "1m" })` at T0. */
-function twoPerMinute(remaining: number): Record<string, string> {
-  return {
-    "ratelimit-policy": '"2-per-1m";q=2;w=60',
-    ratelimit: `"2-per-1m";r=${remaining};t=18`,
-    "x-ratelimit-limit": "2",
-    "x-ratelimit-remaining": String(remaining),
-    "x-ratelimit-reset": "1700000040",
-  };
 }
 
 describe("dry run: withRateLimit (route handlers)", () => {

@@ -5,51 +5,28 @@
  * counter values and attributes, span names, attributes and status for allowed, denied and failing
  * object calls, and what the Workers adapter hands `onDecision`.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { partitionKeyOf } from "@sluice/core";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { type StartedWorker, startWorker } from "@sluice/testing/miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const T0 = 1_700_000_022_000; // 42 s into a minute
 
-let mf: Miniflare;
+let worker: StartedWorker | undefined;
 let url: string;
-let dir: string;
 
 beforeAll(async () => {
-  const bundled = await build({
-    entryPoints: [fileURLToPath(new URL("./fixtures/worker.ts", import.meta.url))],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    conditions: ["@sluice/source", "workerd", "worker", "browser"],
-    external: ["cloudflare:*"],
-    logLevel: "silent",
-  });
-  dir = await mkdtemp(join(tmpdir(), "sluice-otel-do-"));
-  mf = new Miniflare({
+  worker = await startWorker({
+    entry: new URL("./fixtures/worker.ts", import.meta.url),
     name: "sluice-otel-test",
-    cf: false,
-    modules: true,
-    script: bundled.outputFiles[0]?.text ?? "",
-    compatibilityDate: "2026-07-01",
     durableObjects: { SLUICE: { className: "SluiceLimiter", useSQLite: true } },
     bindings: { SLUICE_ALLOW_TEST_CLOCK: "true" },
-    durableObjectsPersist: dir,
   });
-  url = (await mf.ready).toString();
+  url = worker.url;
 });
 
 afterAll(async () => {
-  await mf?.dispose();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await worker?.stop();
 });
 
 const get = (path: string, apiKey: string) => fetch(new URL(path, url), { headers: { "x-api-key": apiKey, "x-test-now": String(T0) } });
