@@ -41,7 +41,10 @@ export interface RateLimiterOptions {
   /**
    * Milliseconds a store call may take before it counts as a failure (`reason: "timeout"`,
    * {@link SluiceTimeoutError}); `false` turns the timeout off. Only asynchronous stores can time
-   * out: a synchronous store (`MemoryStore`) answers before a timer could fire.
+   * out: a synchronous store (`MemoryStore`) answers before a timer could fire. Left at its default,
+   * a store that can tell a busy server from a hung one (`@sluice/redis`: one that answered other
+   * calls within the last second) may keep a call waiting longer, up to 5 s in all (see
+   * `BoundStore.extendTimeout`); a value set here is a hard limit.
    * @default 1000
    */
   timeoutMs?: number | false;
@@ -460,6 +463,8 @@ export class RateLimiter {
   /** The names of the concurrency policies (empty without one): a denial they bind is never cached. */
   readonly #concurrencyNames: ReadonlySet<string>;
   #fallback: BoundStore | undefined;
+  /** Whether `timeoutMs` is the default: the store may then extend it (`BoundStore.extendTimeout`). */
+  readonly #patient: boolean;
   /**
    * The leases acquired through the fallback store while the store was down (they live only
    * there): releasing one succeeds even while the store is still down. Bounded: the oldest ids are
@@ -501,6 +506,7 @@ export class RateLimiter {
     this.store = store;
     this.onStoreError = onStoreError;
     this.timeoutMs = timeoutMs;
+    this.#patient = options.timeoutMs === undefined;
     this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "RateLimiter: tier");
     this.#onStoreFailure = options.onStoreFailure;
     const mode = options.mode === undefined ? "enforce" : options.mode;
@@ -857,11 +863,22 @@ export class RateLimiter {
   #withTimeout<T>(promise: Promise<T>): Promise<T> {
     const timeoutMs = this.timeoutMs;
     if (timeoutMs === false) return promise;
+    const bound = this.#bound;
+    const extend = this.#patient ? bound.extendTimeout : undefined;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new SluiceTimeoutError(`store did not answer within timeoutMs (${timeoutMs} ms)`)),
-        timeoutMs,
-      );
+      let waitedMs = timeoutMs;
+      const expire = () => {
+        // the default timeout: a store whose server is busy rather than hung may ask for more time
+        const moreMs = extend === undefined ? 0 : extend.call(bound, waitedMs, timeoutMs);
+        if (moreMs > 0) {
+          waitedMs += moreMs;
+          timer = setTimeout(expire, moreMs);
+          return;
+        }
+        const extended = waitedMs === timeoutMs ? "" : `; waited ${waitedMs} ms while the store answered other calls`;
+        reject(new SluiceTimeoutError(`store did not answer within timeoutMs (${timeoutMs} ms${extended})`));
+      };
+      let timer = setTimeout(expire, timeoutMs);
       promise.then(
         (value) => {
           clearTimeout(timer);

@@ -168,6 +168,15 @@ export interface BoundStore {
    * limits; a `RateLimiter` with a `concurrency()` policy needs it.
    */
   release?(key: string, lease: number): MaybePromise<StoreResult>;
+  /**
+   * Optional, for a store that can tell a busy server from a hung one. A limiter whose `timeoutMs`
+   * is left at its default asks it when a call has waited `waitedMs` (at first `timeoutMs`) with
+   * no answer: how many more milliseconds to wait (0 or less: the call times out now). The store
+   * bounds the total. `@sluice/redis` waits while its server answered any call within the last
+   * `timeoutMs`, up to 5 s in all: a cold burst on a loaded machine is answered, a hung server
+   * still fails a call after `timeoutMs`.
+   */
+  extendTimeout?(waitedMs: number, timeoutMs: number): number;
 }
 
 /**

@@ -16,6 +16,8 @@
  * @module
  */
 
+import { type ServerLiveness, livenessOf, monotonicNow } from "./liveness.js";
+
 /** What a store's transport offers to run a script. */
 export interface ScriptTransport {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
@@ -33,6 +35,8 @@ export interface ScriptLoadState {
   loading: Promise<void> | undefined;
   /** How many loads have finished: a `NOSCRIPT` to a call sent before the last one is stale. */
   loads: number;
+  /** When the client last heard from its server (shared by every script on the client). */
+  readonly server: ServerLiveness;
 }
 
 /** `NOSCRIPT` replies one call accepts before it sends `EVAL` itself. */
@@ -53,7 +57,7 @@ export function scriptLoadState(client: object, sha: string): ScriptLoadState {
   }
   let state = bySha.get(sha);
   if (state === undefined) {
-    state = { loading: undefined, loads: 0 };
+    state = { loading: undefined, loads: 0, server: livenessOf(client) };
     bySha.set(sha, state);
   }
   return state;
@@ -68,13 +72,18 @@ export function isNoScript(error: unknown): boolean {
 /** Starts a load and records it in `state` until it settles (it never rejects). */
 function startLoad(state: ScriptLoadState, load: Promise<unknown>): void {
   const loading = load.then(
-    () => undefined,
+    () => heard(state),
     () => undefined,
   );
   state.loading = loading.then(() => {
     state.loads++;
     state.loading = undefined;
   });
+}
+
+/** Records that the server answered (a reply, or a `NOSCRIPT`: it is alive either way). */
+function heard(state: ScriptLoadState): void {
+  state.server.heardAt = monotonicNow();
 }
 
 /**
@@ -93,11 +102,14 @@ export async function runScript(
     if (state.loading !== undefined) await state.loading;
     const loadsBefore = state.loads;
     try {
-      return await transport.evalsha(script.sha, keys, args);
+      const reply = await transport.evalsha(script.sha, keys, args);
+      heard(state);
+      return reply;
     } catch (error) {
       if (!isNoScript(error)) throw error;
     }
-    if (++noScripts >= MAX_NOSCRIPT) return transport.eval(script.script, keys, args);
+    heard(state);
+    if (++noScripts >= MAX_NOSCRIPT) return transport.eval(script.script, keys, args).then((reply) => (heard(state), reply));
     // a load finished since this EVALSHA was sent (its NOSCRIPT is stale), or one is in flight
     // (awaited at the top): send EVALSHA again
     if (state.loads !== loadsBefore || state.loading !== undefined) continue;

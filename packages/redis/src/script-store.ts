@@ -9,6 +9,7 @@ import {
   encodeKeyPart,
   namespaceKey,
 } from "@sluice/core/store";
+import { extraWaitMs } from "./liveness.js";
 import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
 import { type Script, decideScript } from "./scripts.js";
 
@@ -201,6 +202,14 @@ class ScriptBinding implements BoundStore {
     if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
     if (chargedAt !== undefined) args.push(String(chargedAt));
     return this.#run(this.#keys(key), args);
+  }
+
+  /**
+   * Under the limiter's default timeout: more time for a call while the server answers other calls
+   * (it is busy, not hung), until it has been silent for `timeoutMs`, at most 5 s in all.
+   */
+  extendTimeout(waitedMs: number, timeoutMs: number): number {
+    return extraWaitMs(this.#loads.server, waitedMs, timeoutMs);
   }
 
   async reset(key: string): Promise<void> {
