@@ -160,19 +160,25 @@ describe("withRateLimit with tiers and a store factory", () => {
     expect([fourth.status, await fourth.json()]).toEqual([429, { plan: "pro", retryAfterMs: 45_000 }]);
   });
 
-  it("callbacks get the Worker's (request, env, ctx), then the key (tier) or the decision (onLimited)", async () => {
+  it("callbacks get the Worker's (request, env, ctx), then what Sluice adds: key, decision, info, response, error", async () => {
     const log = (await (await fetch(new URL("/__log", worker.url))).json()) as { callbacks: string[] };
     // the first two requests above: k1 allowed (its tier looked up once), then denied
-    expect(log.callbacks.slice(0, 9)).toEqual([
+    expect(log.callbacks.slice(0, 15)).toEqual([
       "skip(request, env, ctx)",
       "key(request, env, ctx)",
       'tier(request, env, ctx, "k1")',
       "cost(request, env, ctx)",
+      "onDecision(request, env, ctx, decision(allowed), info(free))",
+      'onCallbackError(request, env, ctx, error(logger down), "onDecision")',
+      "countWhen(request, env, ctx, response(200), decision(allowed))",
       "skip(request, env, ctx)",
       "key(request, env, ctx)",
       "cost(request, env, ctx)",
+      "onDecision(request, env, ctx, decision(denied), info(free))",
+      'onCallbackError(request, env, ctx, error(logger down), "onDecision")',
       "onLimited(request, env, ctx, decision(denied))",
       "skip(request, env, ctx)",
+      "key(request, env, ctx)",
     ]);
   });
 });
