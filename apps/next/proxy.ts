@@ -10,6 +10,8 @@ export const proxy = rateLimitProxy({
   key: apiKeyOf,
   // the health check is never limited
   skip: (request) => request.nextUrl.pathname === "/api/guarded/health",
+  // a route with a limit of its own (withRateLimit): it writes one set of headers for both layers
+  forwardHeaders: (request) => request.nextUrl.pathname === "/api/guarded/burst",
 });
 
 // Only these paths go through the proxy; everything else (pages, /_next/static, …) never does.

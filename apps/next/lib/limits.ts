@@ -58,3 +58,15 @@ export function wrappedLimiter(prefix: string): RateLimiter {
     ],
   });
 }
+
+/**
+ * /api/guarded/burst (withRateLimit, behind proxy.ts too): one request, then one more every
+ * 30.25 s — tighter than the proxy's, so this route is the one that answers the 429.
+ */
+export function burstLimiter(): RateLimiter {
+  return new RateLimiter({
+    store: createStore(),
+    prefix: "next-app:burst",
+    limits: tokenBucket({ name: "route-burst", capacity: 1, refillRate: 1, interval: "30250ms" }),
+  });
+}

@@ -9,8 +9,9 @@
 import { fileURLToPath } from "node:url";
 import { RateLimiter, leakyBucket, tokenBucket } from "@sluice/core";
 import { UpstashStore } from "@sluice/redis";
-import { type NextServer, get, nextBuild, nextStart, problem, rateLimitHeaders, requireBuilt, sequence } from "@sluice/testing/next-app";
+import { type NextServer, countdown, get, nextBuild, nextStart, problem, rateLimitHeaders, requireBuilt, sequence } from "@sluice/testing/next-app";
 import { type RedisServer, startRedisServer } from "@sluice/testing/redis-server";
+import { disagreement } from "@sluice/testing/agreement";
 import { type UpstashBridge, startUpstashBridge } from "@sluice/testing/upstash-bridge";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -52,16 +53,18 @@ for (const store of ["memory", "upstash"] as const) {
       const seen = await sequence(base(), "/api/guarded/hello", `guarded-${store}`, 4, 20_250);
       expect(seen.map((s) => s.status)).toEqual([200, 200, 200, 429]);
       const policy = '"guarded";q=3;w=61';
+      // the next token comes 20.25 s after the first request: t=21 there, then what the clock allows
+      const t = countdown(seen, "guarded", 20_250);
       expect(seen.map(rateLimitHeaders)).toEqual([
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=2;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "2" },
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=1;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=0;t=21', "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
+        { "ratelimit-policy": policy, ratelimit: `"guarded";r=2;t=${t[0]}`, "x-ratelimit-limit": "3", "x-ratelimit-remaining": "2" },
+        { "ratelimit-policy": policy, ratelimit: `"guarded";r=1;t=${t[1]}`, "x-ratelimit-limit": "3", "x-ratelimit-remaining": "1" },
+        { "ratelimit-policy": policy, ratelimit: `"guarded";r=0;t=${t[2]}`, "x-ratelimit-limit": "3", "x-ratelimit-remaining": "0" },
         {
           "ratelimit-policy": policy,
-          ratelimit: '"guarded";r=0;t=21',
+          ratelimit: `"guarded";r=0;t=${t[3]}`,
           "x-ratelimit-limit": "3",
           "x-ratelimit-remaining": "0",
-          "retry-after": "21",
+          "retry-after": String(t[3]),
         },
       ]);
       // the route's own response, with the proxy's headers merged in
@@ -69,9 +72,34 @@ for (const store of ["memory", "upstash"] as const) {
         Array(3).fill(["application/json", JSON.stringify({ route: "guarded", store })]),
       );
       expect(seen[3]?.headers["content-type"]).toBe("application/problem+json");
-      expect(seen[3]?.body).toBe(problem("guarded", 21));
+      expect(seen[3]?.body).toBe(problem("guarded", t[3] as number));
       // another key has its own quota
       expect((await get(base(), "/api/guarded/hello", `guarded-${store}-other`)).status).toBe(200);
+    });
+
+    it("two layers on /api/guarded/burst (proxy.ts with forwardHeaders + withRateLimit): one set of headers with both policies; the route's 429 agrees with its body", async () => {
+      const seen = await sequence(base(), "/api/guarded/burst", `burst-${store}`, 2, 30_250);
+      expect(seen.map((s) => s.status)).toEqual([200, 429]);
+      const policy = '"guarded";q=3;w=61, "route-burst";q=1;w=31';
+      expect(seen.map(rateLimitHeaders)).toEqual([
+        // the legacy headers describe the binding policy: the route's (fewer remaining)
+        { "ratelimit-policy": policy, ratelimit: '"guarded";r=2;t=21, "route-burst";r=0;t=31', "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" },
+        {
+          "ratelimit-policy": policy,
+          ratelimit: '"guarded";r=1;t=21, "route-burst";r=0;t=31',
+          "x-ratelimit-limit": "1",
+          "x-ratelimit-remaining": "0",
+          "retry-after": "31",
+        },
+      ]);
+      expect(seen[0]?.body).toBe(JSON.stringify({ route: "burst", store, remaining: 0 }));
+      // the route's own 429: what its body names violated is in the headers with r=0, Retry-After >= its t
+      expect(seen[1]?.headers["content-type"]).toBe("application/problem+json");
+      expect(seen[1]?.body).toBe(problem("route-burst", 31));
+      const sent = new Headers(seen[1]?.headers);
+      expect(disagreement(sent, JSON.parse(seen[1]?.body as string))).toBeUndefined();
+      // nothing of the forwarding leaks to the client
+      expect(Object.keys(seen[1]?.headers ?? {}).filter((name) => name.startsWith("x-sluice") || name.startsWith("x-middleware"))).toEqual([]);
     });
 
     it("a matched path that skip() excludes is never limited and gets no headers", async () => {
@@ -97,21 +125,24 @@ for (const store of ["memory", "upstash"] as const) {
         const seen = await sequence(base(), path, `${route}-${store}`, 3, 30_250);
         expect(seen.map((s) => s.status)).toEqual([200, 200, 429]);
         const policy = '"burst";q=2;w=61, "hourly";q=7;w=3600';
+        // t counts down from the first request: 31 (30.25 s) and 515 (1 h / 7 = 514.29 s) there
+        const t = countdown(seen, "burst", 30_250);
+        const h = countdown(seen, "hourly", 514_286);
         expect(seen.map(rateLimitHeaders)).toEqual([
-          { "ratelimit-policy": policy, ratelimit: '"burst";r=1;t=31, "hourly";r=6;t=515', "x-ratelimit-limit": "2", "x-ratelimit-remaining": "1" },
-          { "ratelimit-policy": policy, ratelimit: '"burst";r=0;t=31, "hourly";r=5;t=515', "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0" },
+          { "ratelimit-policy": policy, ratelimit: `"burst";r=1;t=${t[0]}, "hourly";r=6;t=${h[0]}`, "x-ratelimit-limit": "2", "x-ratelimit-remaining": "1" },
+          { "ratelimit-policy": policy, ratelimit: `"burst";r=0;t=${t[1]}, "hourly";r=5;t=${h[1]}`, "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0" },
           {
             "ratelimit-policy": policy,
-            ratelimit: '"burst";r=0;t=31, "hourly";r=5;t=515',
+            ratelimit: `"burst";r=0;t=${t[2]}, "hourly";r=5;t=${h[2]}`,
             "x-ratelimit-limit": "2",
             "x-ratelimit-remaining": "0",
-            "retry-after": "31",
+            "retry-after": String(t[2]),
           },
         ]);
         // the handler got its decision as its last argument
         expect(seen.slice(0, 2).map((s) => s.body)).toEqual([1, 0].map((remaining) => JSON.stringify({ route, store, path, remaining })));
         expect(seen[2]?.headers["content-type"]).toBe("application/problem+json");
-        expect(seen[2]?.body).toBe(problem("burst", 31));
+        expect(seen[2]?.body).toBe(problem("burst", t[2] as number));
       });
     }
 
