@@ -60,7 +60,8 @@ async function listen(app: Hono): Promise<number> {
 }
 
 describe("rateLimiter on @hono/node-server: headers through Hono", () => {
-  it("a middleware registered before rateLimiter reads RateLimit from c.res.headers after await next(): allowed, raw Response, 429", async () => {
+  /** An app whose first middleware records, after `await next()`, the rate-limit headers on `c.res`. */
+  function outerApp() {
     const app = new Hono();
     const seen: [string, string | null, string | null][] = [];
     app.use(async (c, next) => {
@@ -70,35 +71,29 @@ describe("rateLimiter on @hono/node-server: headers through Hono", () => {
     app.use(rateLimiter({ limiter: limiterOf(2), key: () => "k" }));
     app.get("/", (c) => c.text("ok"));
     app.get("/raw", () => new Response("raw")); // built without c: the headers are added after it
+    return { app, seen };
+  }
+  const expectedSeen = [
+    ["/", '"api";r=1;t=50', null],
+    ["/raw", '"api";r=0;t=50', null],
+    ["/", '"api";r=0;t=50', "50"],
+  ];
+
+  it("a middleware registered before rateLimiter reads RateLimit from c.res.headers after await next(): allowed, raw Response, 429", async () => {
+    const { app, seen } = outerApp();
     const port = await listen(app);
     const wire = [await get(port, "/"), await get(port, "/raw"), await get(port, "/")];
     expect(wire.map((w) => w.status)).toEqual([200, 200, 429]);
-    expect(seen).toEqual([
-      ["/", '"api";r=1;t=50', null],
-      ["/raw", '"api";r=0;t=50', null],
-      ["/", '"api";r=0;t=50', "50"],
-    ]);
+    expect(seen).toEqual(expectedSeen);
     // what the outer middleware saw is what went out
     expect(wire.map((w) => w.headers.find(([n]) => n === "ratelimit")?.[1])).toEqual(seen.map(([, ratelimit]) => ratelimit));
   });
 
   it("the same under app.request(): the outer middleware sees exactly what goes out", async () => {
-    const app = new Hono();
-    const seen: [string, string | null, string | null][] = [];
-    app.use(async (c, next) => {
-      await next();
-      seen.push([c.req.path, c.res.headers.get("RateLimit"), c.res.headers.get("Retry-After")]);
-    });
-    app.use(rateLimiter({ limiter: limiterOf(2), key: () => "k" }));
-    app.get("/", (c) => c.text("ok"));
-    app.get("/raw", () => new Response("raw"));
+    const { app, seen } = outerApp();
     const responses = [await app.request("/"), await app.request("/raw"), await app.request("/")];
     expect(responses.map((r) => r.status)).toEqual([200, 200, 429]);
-    expect(seen).toEqual([
-      ["/", '"api";r=1;t=50', null],
-      ["/raw", '"api";r=0;t=50', null],
-      ["/", '"api";r=0;t=50', "50"],
-    ]);
+    expect(seen).toEqual(expectedSeen);
     expect(responses.map((r) => r.headers.get("RateLimit"))).toEqual(seen.map(([, ratelimit]) => ratelimit));
   });
 
