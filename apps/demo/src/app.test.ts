@@ -175,12 +175,23 @@ describe("GET /api/* by plan", () => {
 
 describe("GET /api/export: at most 2 in flight per key", () => {
   it("a third export while two are in flight is the 429 of the exports limit and spends nothing of the plan; once one is done, the next passes", async () => {
-    const app = createApp({ clock: () => T0, exportMs: 150 });
+    // the first two exports are in flight until the test lets them finish; later ones finish at once
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    let bothBuilding!: () => void;
+    const building = new Promise<void>((resolve) => (bothBuilding = resolve));
+    let started = 0;
+    const buildExport = async () => {
+      started++;
+      if (started === 2) bothBuilding();
+      if (started <= 2) await finished;
+    };
+    const app = createApp({ clock: () => T0, buildExport });
     const { get } = client(app);
     const pro = { "x-api-key": "pro-demo-key" };
     const first = get("/api/export", pro);
     const second = get("/api/export", pro);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // both are building their export
+    await building; // both hold their slot and are building their export
     const third = await get("/api/export", pro);
     expect(third.status).toBe(429);
     expect(Object.fromEntries(third.headers)).toEqual({
@@ -196,6 +207,7 @@ describe("GET /api/export: at most 2 in flight per key", () => {
     // another key has slots of its own
     expect((await get("/api/export", { "x-api-key": "enterprise-demo-key" })).status).toBe(200);
 
+    finish();
     const done = await Promise.all([first, second]);
     expect(done.map((r) => r.status)).toEqual([200, 200]);
     const bodies = (await Promise.all(done.map((r) => r.json()))) as { exportsInFlight: unknown; rateLimit: { policies: { burst: { remaining: number } } } }[];

@@ -103,6 +103,13 @@ export interface DemoAppOptions {
    * @default 0
    */
   exportMs?: number;
+  /**
+   * The export's work itself, awaited while its slot is held (instead of waiting `exportMs`): tests
+   * pass a function whose promise they settle, so that exports are in flight exactly as long as the
+   * test needs.
+   * @default waits `exportMs`
+   */
+  buildExport?: () => Promise<void>;
 }
 
 /** The app's context variables: `c.get("rateLimit")` on limited routes. */
@@ -251,9 +258,10 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
   });
 
   const exportMs = options.exportMs ?? 0;
+  const buildExport = options.buildExport ?? (() => (exportMs > 0 ? new Promise<void>((resolve) => setTimeout(resolve, exportMs)) : undefined));
   app.get("/api/export", async (c) => {
     const decision = decisionOf(c);
-    if (exportMs > 0) await new Promise((resolve) => setTimeout(resolve, exportMs));
+    await buildExport();
     // this export's slot is still held: it is freed once this response has been sent
     const slots = await exportSlots.peek(apiClientKey(c));
     return c.json({

@@ -81,21 +81,24 @@ for (const store of ["memory", "upstash"] as const) {
       const seen = await sequence(base(), "/api/guarded/burst", `burst-${store}`, 2, 30_250);
       expect(seen.map((s) => s.status)).toEqual([200, 429]);
       const policy = '"guarded";q=3;w=61, "route-burst";q=1;w=31';
+      // both count down from the first request: 21 (20.25 s) and 31 (30.25 s) there
+      const g = countdown(seen, "guarded", 20_250);
+      const t = countdown(seen, "route-burst", 30_250);
       expect(seen.map(rateLimitHeaders)).toEqual([
         // the legacy headers describe the binding policy: the route's (fewer remaining)
-        { "ratelimit-policy": policy, ratelimit: '"guarded";r=2;t=21, "route-burst";r=0;t=31', "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" },
+        { "ratelimit-policy": policy, ratelimit: `"guarded";r=2;t=${g[0]}, "route-burst";r=0;t=${t[0]}`, "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" },
         {
           "ratelimit-policy": policy,
-          ratelimit: '"guarded";r=1;t=21, "route-burst";r=0;t=31',
+          ratelimit: `"guarded";r=1;t=${g[1]}, "route-burst";r=0;t=${t[1]}`,
           "x-ratelimit-limit": "1",
           "x-ratelimit-remaining": "0",
-          "retry-after": "31",
+          "retry-after": String(t[1]),
         },
       ]);
       expect(seen[0]?.body).toBe(JSON.stringify({ route: "burst", store, remaining: 0 }));
       // the route's own 429: what its body names violated is in the headers with r=0, Retry-After >= its t
       expect(seen[1]?.headers["content-type"]).toBe("application/problem+json");
-      expect(seen[1]?.body).toBe(problem("route-burst", 31));
+      expect(seen[1]?.body).toBe(problem("route-burst", t[1] as number));
       const sent = new Headers(seen[1]?.headers);
       expect(disagreement(sent, JSON.parse(seen[1]?.body as string))).toBeUndefined();
       // nothing of the forwarding leaks to the client

@@ -344,7 +344,7 @@ describe("tiers", () => {
       key: () => "k",
     });
     const inFlight = [guard(request()), guard(request()), guard(request())];
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setImmediate(resolve)); // every microtask has run: all three wait on the resolver
     expect(tier).toHaveBeenCalledTimes(1);
     answer("pro");
     const results = await Promise.all(inFlight);

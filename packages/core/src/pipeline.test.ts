@@ -42,9 +42,12 @@ function args(headers: Record<string, string> = {}): Args {
 class PendingLimiter extends RateLimiter {
   readonly pendings: Promise<void>[] = [];
   finished = 0;
+  /** Lets every background work, made or to be made, finish (the test decides when). */
+  finish: () => void = () => {};
+  readonly #finishing = new Promise<void>((resolve) => (this.finish = resolve));
   override async limit(key: string, options?: LimitOptions): Promise<Decision> {
     const decision = await super.limit(key, options);
-    const pending = new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => {
+    const pending = this.#finishing.then(() => {
       this.finished++;
     });
     this.pendings.push(pending);
@@ -106,6 +109,7 @@ describe("check", () => {
     expect(allowed[2].waited).toEqual([limiter.pendings[0]]);
     expect(denied[2].waited).toEqual([limiter.pendings[1]]);
     expect(limiter.finished).toBe(0); // handed off, not awaited
+    limiter.finish();
     await Promise.all(limiter.pendings);
     expect(limiter.finished).toBe(2);
   });
@@ -121,7 +125,12 @@ describe("check", () => {
   it("without a waitUntil for the request, decision.pending is awaited before check resolves", async () => {
     const limiter = new PendingLimiter({ store: new MemoryStore({ clock: () => T0 }), limits: fixedWindow({ limit: 1, window: "1m" }) });
     const pipeline = createPipeline<Args>({ limiter, key: () => "k" }, { ...platform, waitUntil: () => undefined });
-    await pipeline.check(...args());
+    let checked = false;
+    const checking = pipeline.check(...args()).then(() => (checked = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([checked, limiter.finished]).toEqual([false, 0]); // waiting for the background work
+    limiter.finish();
+    await checking;
     expect(limiter.finished).toBe(1);
     const noHook = createPipeline<Args>({ limiter, key: () => "k2" }, { where: "frame", request: (request) => request });
     await noHook.check(...args());

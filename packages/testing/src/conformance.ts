@@ -69,10 +69,21 @@ export function testStore(options: TestStoreOptions): void {
   let store: Store;
   const failures: unknown[] = [];
   const timeout = options.timeoutMs ?? 20_000;
+  // a store call gets the test's budget, not the production default (1 s): on a loaded machine a
+  // slow answer must not fail the suite, while a hung store still fails it with a store error
+  const storeTimeoutMs = Math.floor(timeout / 2);
 
   const limiter = (limits: Policy | Policy[], prefix = uniquePrefix()) =>
     // the deny cache answers repeated denials without the store: off, so every call here reaches it
-    new RateLimiter({ store, limits, prefix, onStoreError: "deny", onStoreFailure: (error) => failures.push(error), denyCache: false });
+    new RateLimiter({
+      store,
+      limits,
+      prefix,
+      onStoreError: "deny",
+      onStoreFailure: (error) => failures.push(error),
+      denyCache: false,
+      timeoutMs: storeTimeoutMs,
+    });
   const at = (ms: number) => {
     clock.now = T0 + ms;
   };
@@ -895,6 +906,7 @@ export function testStore(options: TestStoreOptions): void {
       },
       t0: T0,
       numRuns: 1000,
+      storeTimeoutMs,
     };
     describe("invariants", () => {
       testInvariants(invariantHooks);
@@ -908,7 +920,7 @@ export function testStore(options: TestStoreOptions): void {
       beforeAll(() => {
         clock.now = T0 + 1234;
       });
-      testKeySchema({ name: options.name, makeStore: () => store, timeoutMs: timeout });
+      testKeySchema({ name: options.name, makeStore: () => store, timeoutMs: timeout, storeTimeoutMs });
     });
 
     describe("recorded vectors", () => {

@@ -31,6 +31,8 @@ export interface TestKeySchemaOptions {
   teardown?: () => void | Promise<void>;
   /** Per-test timeout in ms. @default 20_000 */
   timeoutMs?: number;
+  /** The limiters' `timeoutMs` (the test's budget, not the production default). @default half of timeoutMs */
+  storeTimeoutMs?: number;
 }
 
 /** Registers the key-schema suite for one store. */
@@ -48,6 +50,7 @@ export function testKeySchema(options: TestKeySchemaOptions): void {
       ...(extra.tier === undefined ? {} : { tier: extra.tier }),
       onStoreError: "deny",
       onStoreFailure: (error) => failures.push(error),
+      timeoutMs: options.storeTimeoutMs ?? Math.floor((options.timeoutMs ?? 20_000) / 2),
     });
   /** Spends `a`'s one unit, then says whether `b` can still spend its own. */
   const separate = async (a: [RateLimiter, string], b: [RateLimiter, string]) => {

@@ -160,12 +160,16 @@ export function problem(policy: string, retryAfterSeconds: number): string {
   });
 }
 
+/** The responses of {@link sequence}, with how long the sequence took (ms, this process's clock). */
+export type Sequence = Seen[] & { readonly elapsedMs: number };
+
 /**
  * Sends `count` requests with one fresh key (after one warm-up request with another key, so the
- * route is loaded and the sequence runs within a few ms) and checks X-RateLimit-Reset against the
- * binding policy's period: the i-th request's reset is i periods after the first one's `now`.
+ * route is loaded) and checks X-RateLimit-Reset against the binding policy's period: the i-th
+ * request's reset is i periods after the first one's `now`. The result carries `elapsedMs`, the
+ * time from the first request to the last answer, for {@link countdown}.
  */
-export async function sequence(base: string, path: string, apiKey: string, count: number, periodMs: number): Promise<Seen[]> {
+export async function sequence(base: string, path: string, apiKey: string, count: number, periodMs: number): Promise<Sequence> {
   await get(base, path, `${apiKey}-warm-up`);
   const startMs = Date.now();
   const out: Seen[] = [];
@@ -177,5 +181,31 @@ export async function sequence(base: string, path: string, apiKey: string, count
     expect(reset).toBeGreaterThanOrEqual(Math.ceil((startMs + units * periodMs) / 1000));
     expect(reset).toBeLessThanOrEqual(Math.ceil((endMs + units * periodMs) / 1000));
   });
-  return out;
+  return Object.assign(out, { elapsedMs: endMs - startMs });
+}
+
+/**
+ * The `t` of `policy` in each response's `RateLimit` header, for a policy whose quota next grows
+ * `periodMs` after the sequence's first request (a bucket's next token): the first response's `t`
+ * is exactly `ceil(periodMs / 1000)`, and each later one is what the time since the first request
+ * allows — the same value if the sequence took less than `periodMs mod 1000`, else possibly one
+ * second less per second taken — never more than the one before. Checked here against the
+ * sequence's own `elapsedMs`, so the exact header strings built from these values hold however
+ * fast the server answered.
+ */
+export function countdown(seen: Sequence, policy: string, periodMs: number): number[] {
+  const first = Math.ceil(periodMs / 1000);
+  const least = Math.max(0, Math.ceil((periodMs - seen.elapsedMs) / 1000));
+  const values = seen.map((response, index) => {
+    const member = (response.headers.ratelimit ?? "").split(", ").find((m) => m.startsWith(`"${policy}";`));
+    const t = Number(/;t=(\d+)$/.exec(member ?? "")?.[1]);
+    expect(Number.isSafeInteger(t), `response ${index}: no t for ${policy} in ${JSON.stringify(response.headers.ratelimit)}`).toBe(true);
+    return t;
+  });
+  expect(values[0]).toBe(first);
+  values.forEach((t, index) => {
+    expect(t).toBeGreaterThanOrEqual(least);
+    expect(t).toBeLessThanOrEqual(index === 0 ? first : (values[index - 1] as number));
+  });
+  return values;
 }

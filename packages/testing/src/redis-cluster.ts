@@ -43,7 +43,13 @@ export interface RedisCluster {
 /** The number of hash slots of a Redis Cluster. */
 export const CLUSTER_SLOTS = 16_384;
 
-type Admin = ReturnType<typeof createClient<{}, {}, {}, 2>>;
+/** A plain connection to one node (RESP2), for the setup commands. */
+function adminOf(url: string) {
+  const admin = createClient({ url, RESP: 2 });
+  admin.on("error", () => {}); // surfaced by the command that fails
+  return admin;
+}
+type Admin = ReturnType<typeof adminOf>;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -92,8 +98,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     };
     nodes.push(...(await Promise.all(Array.from({ length: count }, () => startRedisServer(serverOptions)))));
     for (const node of nodes) {
-      const admin = createClient({ url: node.url, RESP: 2 }) as Admin;
-      admin.on("error", () => {}); // surfaced by the command that fails
+      const admin = adminOf(node.url);
       await admin.connect();
       admins.push(admin);
     }
