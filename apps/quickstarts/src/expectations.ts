@@ -3,8 +3,9 @@
  *
  * @module
  */
+import { freePort } from "@sluice/testing/redis-server";
 import { expect } from "vitest";
-import { type Seen, problemOf, requests } from "./harness.js";
+import { type Seen, type Workspace, createProject, problemOf, requests, startServer } from "./harness.js";
 
 /**
  * The Hono app of the Node.js, Bun and Deno quick starts (10 per minute and 1000 per day per
@@ -24,6 +25,25 @@ export async function expectHonoQuickStart(base: string): Promise<void> {
   expectRetryAfter(limited, 1, 66);
   const other = await requests(`${base}/api/hello`, 1, { "x-api-key": "another-key" });
   expect(other.map((s) => [s.status, JSON.parse(s.body)])).toEqual([[200, { hello: "world", remaining: 9 }]]);
+}
+
+/**
+ * A Hono quick start (hono-node, bun, deno) from install to stop: its project, run.sh's command on a
+ * free port (`PORT`), ready once it prints `listening(port)`, driven by {@link expectHonoQuickStart};
+ * resolves to everything it printed.
+ */
+export async function runHonoQuickStart(workspace: Workspace, id: "hono-node" | "bun" | "deno", listening: (port: number) => string, env: Record<string, string> = {}): Promise<string> {
+  const project = await createProject(workspace, id, [id]);
+  const port = await freePort();
+  const server = await startServer(project, id, { ...workspace.env, ...env, PORT: String(port) }, {
+    ready: (output) => (output.includes(listening(port)) ? `http://127.0.0.1:${port}` : undefined),
+  });
+  try {
+    await expectHonoQuickStart(server.base);
+  } finally {
+    await server.stop();
+  }
+  return server.output();
 }
 
 /** Retry-After in [min, max] seconds, and the body's `retryAfter` the same number. */

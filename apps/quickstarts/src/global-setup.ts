@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { packTarballs } from "./harness.js";
+import { packTarballs } from "./tarballs.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -20,11 +20,12 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { accessSync, constants as fsConstants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { delimiter, dirname, join, relative } from "node:path";
+import { createClient } from "redis";
+import { afterAll, beforeAll, inject } from "vitest";
+import { ROOT_DIR } from "./tarballs.js";
 
-/** The repository root. */
-export const ROOT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+export { ROOT_DIR, packTarballs, tarballNames } from "./tarballs.js";
 /** Where the quick starts' files live. */
 export const SNIPPETS_DIR = join(ROOT_DIR, "apps/docs/snippets/quickstart");
 
@@ -76,29 +77,6 @@ export function loadQuickStart(id: QuickStartId): QuickStart {
   };
 }
 
-/** The version of each public package, from its package.json: the tarballs are named after it. */
-export function tarballNames(): string[] {
-  return readdirSync(join(ROOT_DIR, "packages"), { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && existsSync(join(ROOT_DIR, "packages", entry.name, "package.json")))
-    .map((entry) => JSON.parse(readFileSync(join(ROOT_DIR, "packages", entry.name, "package.json"), "utf8")) as { name: string; version: string; private?: boolean })
-    .filter((pkg) => pkg.private !== true)
-    .map((pkg) => `${pkg.name.replace(/^@/, "").replace("/", "-")}-${pkg.version}.tgz`)
-    .sort();
-}
-
-/**
- * `node scripts/pack-all.mjs --no-build --out <dir>` (what `pnpm pack:all` runs after its build;
- * `pnpm test` has built the packages already). Returns the directory.
- */
-export function packTarballs(out: string): string {
-  const missing = ["core", "hono", "redis", "next", "cloudflare"].filter((name) => !existsSync(join(ROOT_DIR, `packages/${name}/dist/index.js`)));
-  if (missing.length > 0) {
-    throw new Error(`[sluice] the quick starts install the packed packages, and ${missing.map((n) => `@sluice/${n}`).join(", ")} is not built: run \`pnpm run build\` first (\`pnpm test\` does)`);
-  }
-  execFileSync(process.execPath, [join(ROOT_DIR, "scripts/pack-all.mjs"), "--no-build", "--out", out], { cwd: ROOT_DIR, stdio: "pipe" });
-  return out;
-}
-
 /** The pinned Bun and Deno binaries of the root package.json (what a reader installs from their sites). */
 function runtimeBinaries(): Record<"bun" | "deno", string> {
   const found = { bun: join(ROOT_DIR, "node_modules/bun/bin/bun.exe"), deno: join(ROOT_DIR, "node_modules/deno/deno") };
@@ -143,6 +121,22 @@ export function createWorkspace(tarballs: string, extra: Record<string, string> 
     ...extra,
   } as unknown as NodeJS.ProcessEnv;
   return { dir, env, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A workspace for the test file (made before its tests, removed after them) with the tarballs the
+ * global setup packed; call it at the top of the file and read the workspace inside the tests.
+ */
+export function useWorkspace(): () => Workspace {
+  let workspace: Workspace | undefined;
+  beforeAll(() => {
+    workspace = createWorkspace(inject("sluiceTarballs"));
+  });
+  afterAll(() => workspace?.remove());
+  return () => {
+    if (workspace === undefined) throw new Error("[sluice] useWorkspace(): read the workspace inside a test or hook");
+    return workspace;
+  };
 }
 
 /** What a finished process printed (stdout and stderr interleaved) and how it ended. */
@@ -380,5 +374,16 @@ export async function startUpstashLocalCommand(args: readonly string[] = [], tim
       throw new Error(`[sluice] \`pnpm upstash:local\` printed no variables${finished === undefined ? ` within ${timeoutMs} ms` : ` (exited with ${finished.code})`}:\n${run.output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The keys a Redis holds, sorted: where a quick start's counts went. */
+export async function keysOf(url: string): Promise<string[]> {
+  const client = createClient({ url, RESP: 2 });
+  await client.connect();
+  try {
+    return (await client.keys("*")).sort();
+  } finally {
+    await client.close();
   }
 }

@@ -8,21 +8,16 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "@sluice/testing/redis-server";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { expectRetryAfter } from "../src/expectations.js";
-import { type Seen, type Workspace, addQuickStart, createProject, createWorkspace, problemOf, requests, startServer, startUpstashLocalCommand } from "../src/harness.js";
+import { type Seen, addQuickStart, createProject, keysOf, problemOf, requests, startServer, startUpstashLocalCommand, useWorkspace } from "../src/harness.js";
 
-let workspace: Workspace;
-beforeAll(() => {
-  workspace = createWorkspace(inject("sluiceTarballs"));
-});
-afterAll(() => workspace?.remove());
+const workspace = useWorkspace();
 
 /** `next dev` on a free port (Next.js reads PORT), ready once it says so. */
 async function nextDev(project: string, id: "next16" | "next15" | "vercel-edge") {
   const port = await freePort();
-  return startServer(project, id, { ...workspace.env, PORT: String(port) }, {
+  return startServer(project, id, { ...workspace().env, PORT: String(port) }, {
     ready: (output) => (/Ready in/.test(output) ? `http://127.0.0.1:${port}` : undefined),
   });
 }
@@ -41,7 +36,7 @@ function expectFiveThen429(seen: Seen[], body: (remaining: number) => unknown, o
 
 describe("next16: a route handler wrapped with withRateLimit", () => {
   it("next dev serves five requests, then the 429", async () => {
-    const project = await createProject(workspace, "next16", ["next16"]);
+    const project = await createProject(workspace(), "next16", ["next16"]);
     const server = await nextDev(project, "next16");
     try {
       const seen = await requests(`${server.base}/api/hello`, 6, { "x-api-key": "quick-start" });
@@ -57,7 +52,7 @@ describe("next15, then vercel-edge: middleware.ts on the edge runtime", () => {
   let project: string;
 
   it("next15: next dev with TypeScript 5.9.3, the middleware lets five through to the route, then the 429", async () => {
-    project = await createProject(workspace, "next15", ["next15"]);
+    project = await createProject(workspace(), "next15", ["next15"]);
     const server = await nextDev(project, "next15");
     try {
       const seen = await requests(`${server.base}/api/hello`, 6, { "x-api-key": "quick-start" });
@@ -70,7 +65,7 @@ describe("next15, then vercel-edge: middleware.ts on the edge runtime", () => {
 
   it("vercel-edge: the same project with UpstashStore in the middleware counts in Upstash, per client address", async () => {
     expect(project, "the next15 project").toBeDefined();
-    await addQuickStart(workspace, project, "vercel-edge");
+    await addQuickStart(workspace(), project, "vercel-edge");
     const local = await startUpstashLocalCommand();
     try {
       // the reader pastes the printed lines into .env.local
@@ -84,11 +79,7 @@ describe("next15, then vercel-edge: middleware.ts on the edge runtime", () => {
       } finally {
         await server.stop();
       }
-      const client = createClient({ url: local.vars.REDIS_URL, RESP: 2 });
-      await client.connect();
-      const keys = (await client.keys("*")).sort();
-      await client.close();
-      expect(keys).toEqual([expect.stringMatching(/203\.0\.113\.7/), expect.stringMatching(/203\.0\.113\.8/)]);
+      expect(await keysOf(local.vars.REDIS_URL as string)).toEqual([expect.stringMatching(/203\.0\.113\.7/), expect.stringMatching(/203\.0\.113\.8/)]);
     } finally {
       await local.stop("SIGINT");
     }

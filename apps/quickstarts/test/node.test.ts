@@ -6,42 +6,18 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type RedisServer, freePort, startRedisServer } from "@sluice/testing/redis-server";
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { expectHonoQuickStart, expectScriptOutput } from "../src/expectations.js";
-import { type Workspace, createProject, createWorkspace, runCommand, startServer, startUpstashLocalCommand } from "../src/harness.js";
+import { type RedisServer, startRedisServer } from "@sluice/testing/redis-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectScriptOutput, runHonoQuickStart } from "../src/expectations.js";
+import { createProject, keysOf, runCommand, startUpstashLocalCommand, useWorkspace } from "../src/harness.js";
 
-let workspace: Workspace;
-beforeAll(() => {
-  workspace = createWorkspace(inject("sluiceTarballs"));
-});
-afterAll(() => workspace?.remove());
-
-/** The keys a Redis holds. */
-async function keysOf(url: string): Promise<string[]> {
-  const client = createClient({ url, RESP: 2 });
-  await client.connect();
-  try {
-    return (await client.keys("*")).sort();
-  } finally {
-    await client.close();
-  }
-}
+const workspace = useWorkspace();
 
 describe("hono-node: Hono on Node.js, memory store", () => {
   it("runs server.ts with tsx, prints its URL, and answers ten times before the 429", async () => {
-    const project = await createProject(workspace, "hono-node", ["hono-node"]);
-    const port = await freePort();
-    const server = await startServer(project, "hono-node", { ...workspace.env, PORT: String(port) }, {
-      ready: (output) => (output.includes(`Listening on http://localhost:${port}/api/hello`) ? `http://127.0.0.1:${port}` : undefined),
-    });
-    try {
-      await expectHonoQuickStart(server.base);
-    } finally {
-      const stopped = await server.stop();
-      expect(stopped.output.trim()).toBe(`Listening on http://localhost:${port}/api/hello`);
-    }
+    let url = "";
+    const output = await runHonoQuickStart(workspace(), "hono-node", (port) => (url = `Listening on http://localhost:${port}/api/hello`));
+    expect(output.trim()).toBe(url);
   });
 });
 
@@ -53,8 +29,8 @@ describe.each(["ioredis", "node-redis"] as const)("%s: Node.js and Redis", (id) 
   afterAll(() => redis?.stop());
 
   it("limit.ts prints five allowed calls and a denied one from Redis, then exits by itself", async () => {
-    const project = await createProject(workspace, id, [id]);
-    const run = await runCommand(project, id, { ...workspace.env, REDIS_URL: redis.url }, 60_000);
+    const project = await createProject(workspace(), id, [id]);
+    const run = await runCommand(project, id, { ...workspace().env, REDIS_URL: redis.url }, 60_000);
     expect(run.code, run.output).toBe(0);
     expectScriptOutput(run.output);
     // the counts are in Redis: one key for the identifier (with its hash tag)
@@ -64,12 +40,12 @@ describe.each(["ioredis", "node-redis"] as const)("%s: Node.js and Redis", (id) 
 
 describe("upstash: UpstashStore against pnpm upstash:local", () => {
   it("limit.ts reads the printed variables from .env and counts in the endpoint's Redis", async () => {
-    const project = await createProject(workspace, "upstash", ["upstash"]);
+    const project = await createProject(workspace(), "upstash", ["upstash"]);
     const local = await startUpstashLocalCommand();
     try {
       // the reader pastes the printed lines into .env
       writeFileSync(join(project, ".env"), `${local.envLines.join("\n")}\n`);
-      const run = await runCommand(project, "upstash", workspace.env, 60_000);
+      const run = await runCommand(project, "upstash", workspace().env, 60_000);
       expect(run.code, run.output).toBe(0);
       expectScriptOutput(run.output);
       expect(await keysOf(local.vars.REDIS_URL as string)).toEqual([expect.stringMatching(/^\{.*user%3A42\}$/)]);

@@ -6,27 +6,23 @@
  * files run at the same time) and turns wrangler's metrics and update check off.
  */
 import { freePort } from "@sluice/testing/redis-server";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { expectRetryAfter } from "../src/expectations.js";
-import { type Seen, type Workspace, createProject, createWorkspace, problemOf, requests, startServer } from "../src/harness.js";
+import { type Seen, createProject, problemOf, requests, startServer, useWorkspace } from "../src/harness.js";
 
-let workspace: Workspace;
-beforeAll(() => {
-  workspace = createWorkspace(inject("sluiceTarballs"));
-});
-afterAll(() => workspace?.remove());
+const workspace = useWorkspace();
 
 describe("workers: withRateLimit and the SluiceLimiter Durable Object", () => {
   it("wrangler dev serves five requests from the burst, then the 429; stopping it leaves no process", async () => {
-    const project = await createProject(workspace, "workers", ["workers"]);
+    const project = await createProject(workspace(), "workers", ["workers"]);
     const [port, inspectorPort] = [await freePort(), await freePort()];
     const env = {
-      ...workspace.env,
+      ...workspace().env,
       WRANGLER_SEND_METRICS: "false",
       WRANGLER_SEND_ERROR_REPORTS: "false",
       CLOUDFLARE_CF_FETCH_ENABLED: "false",
       WRANGLER_HIDE_BANNER: "true",
-      XDG_CONFIG_HOME: `${workspace.dir}/wrangler-config`,
+      XDG_CONFIG_HOME: `${workspace().dir}/wrangler-config`,
     };
     const server = await startServer(project, "workers", env, {
       extraArgs: ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort)],
