@@ -34,9 +34,9 @@ describe("workers: withRateLimit and the SluiceLimiter Durable Object", () => {
       expect(seen.slice(0, 5).map((s) => JSON.parse(s.body))).toEqual([4, 3, 2, 1, 0].map((remaining) => ({ hello: "world", remaining })));
       const limited = seen[5] as Seen;
       expect(problemOf(limited)["violated-policies"]).toEqual(["burst"]);
-      expect(limited.headers["ratelimit-policy"]).toBe('"burst";q=5;w=50, "per-hour";q=60;w=3600');
+      expect(limited.headers["ratelimit-policy"]).toBe('"burst";q=5;w=300, "per-hour";q=60;w=3600');
       expect(limited.headers.ratelimit).toMatch(/^"burst";r=0;t=\d+, "per-hour";r=55;t=\d+$/);
-      expectRetryAfter(limited, 1, 10);
+      expectRetryAfter(limited, 1, 60);
       // another client address (CF-Connecting-IP, which wrangler sets from the socket otherwise) has its own quota
       const other = await requests(`${server.base}/`, 1, { "cf-connecting-ip": "198.51.100.20" });
       expect(other.map((s) => [s.status, JSON.parse(s.body)])).toEqual([[200, { hello: "world", remaining: 4 }]]);

@@ -18,7 +18,7 @@ export default withRateLimit<Env>(
       new RateLimiter({
         store: new DurableObjectStore(env.SLUICE), // one object per key
         limits: [
-          tokenBucket({ capacity: 5, refillRate: 1, interval: "10s", name: "burst" }), // 5 at once, then 1 per 10 s
+          tokenBucket({ capacity: 5, refillRate: 1, interval: "1m", name: "burst" }), // 5 at once, then 1 per minute
           slidingWindow({ limit: 60, window: "1h", name: "per-hour" }),
         ],
       }),
