@@ -17,6 +17,8 @@ testStore({
     await perKey?.stop();
   },
   numRuns: 40,
+  // each call is an HTTP request into workerd and an RPC to the object
+  invariantRuns: 20,
 });
 
 let sharded: StartedWorker | undefined;
@@ -31,4 +33,5 @@ testStore({
     await sharded?.stop();
   },
   numRuns: 10,
+  invariantRuns: 8,
 });

@@ -4,7 +4,7 @@
  * go over HTTP to that Worker, so the conformance suite runs unchanged in Vitest while every
  * decision is made by the Durable Object inside workerd.
  */
-import type { BoundStore, Store, StoreNamespace, StoreResult } from "@sluice/core";
+import type { BoundStore, RefundCharge, Store, StoreNamespace, StoreResult } from "@sluice/core/store";
 import { type StartedWorker, startWorker as startTestWorker, storageDir } from "@sluice/testing/miniflare";
 import { specOf } from "../src/protocol.js";
 

@@ -30,6 +30,7 @@ testStore({
     await client?.quit();
   },
   numRuns: 25,
+  invariantRuns: 10,
 });
 
 testStore({
@@ -44,4 +45,5 @@ testStore({
     await server?.stop();
   },
   numRuns: 15,
+  invariantRuns: 8,
 });

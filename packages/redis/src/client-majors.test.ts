@@ -36,5 +36,5 @@ function nodeRedis6Transport() {
   };
 }
 
-testStore({ name: "RedisStore + ioredis 6", ...ioredis6Transport(), numRuns: 25 });
-testStore({ name: "RedisStore + node-redis 6 (its default protocol, RESP3)", ...nodeRedis6Transport(), numRuns: 25 });
+testStore({ name: "RedisStore + ioredis 6", ...ioredis6Transport(), numRuns: 25, invariantRuns: 10 });
+testStore({ name: "RedisStore + node-redis 6 (its default protocol, RESP3)", ...nodeRedis6Transport(), numRuns: 25, invariantRuns: 10 });

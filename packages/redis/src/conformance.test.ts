@@ -45,6 +45,6 @@ function upstashTransport() {
   };
 }
 
-testStore({ name: "RedisStore + ioredis", ...ioredisTransport(), numRuns: 40 });
-testStore({ name: "RedisStore + node-redis", ...nodeRedisTransport(), numRuns: 40 });
-testStore({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport(), numRuns: 25 });
+testStore({ name: "RedisStore + ioredis", ...ioredisTransport(), numRuns: 40, invariantRuns: 60 });
+testStore({ name: "RedisStore + node-redis", ...nodeRedisTransport(), numRuns: 40, invariantRuns: 60 });
+testStore({ name: "UpstashStore + @upstash/redis (HTTP bridge)", ...upstashTransport(), numRuns: 25, invariantRuns: 25 });

@@ -2,6 +2,7 @@ import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
   type PolicyResult,
+  type RefundCharge,
   type Store,
   type StoreNamespace,
   type StoreResult,
@@ -98,7 +99,30 @@ function storeError(error: unknown, store: string, sendsTime: boolean): SluiceSt
     !sendsTime && /\bTIME\b|unknown (redis )?command/i.test(message)
       ? `. This server refuses Redis TIME inside scripts: construct the store with { clock: "client" } (new ${store}(client, { clock: "client" })) to send this process's time instead`
       : "";
-  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${message}${hint}`, { cause: error });
+  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${message}${hint}`, { cause: error, notApplied: neverSent(error) });
+}
+
+/** Socket errors raised before a connection exists: the command cannot have reached the server. */
+const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
+
+/**
+ * Whether a client's failure certainly happened before the call reached Redis (so nothing was
+ * applied and a refund may be made again): no connection could be made (`ECONNREFUSED` and the
+ * like, also as the `cause` of a failed `fetch`), or the client refuses the command before sending
+ * it (ioredis `Stream isn't writeable` without an offline queue; node-redis `The client is
+ * closed`). ioredis's `Connection is closed.` is not among them: commands in flight when the
+ * connection drops get it too, and those may have run.
+ */
+function neverSent(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== null && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NOT_CONNECTED_CODES.has(code)) return true;
+    const errors = (e as { errors?: unknown }).errors; // AggregateError: every address refused
+    if (Array.isArray(errors) && errors.length > 0 && errors.every((x) => NOT_CONNECTED_CODES.has(String((x as { code?: unknown })?.code)))) return true;
+    const message = messageOf(e);
+    if (/Stream isn't writeable|The client is closed/.test(message) || (e as { name?: unknown }).name === "ClientClosedError") return true;
+  }
+  return false;
 }
 
 class ScriptBinding implements BoundStore {
@@ -108,6 +132,8 @@ class ScriptBinding implements BoundStore {
   readonly #loads: ScriptLoadState;
   readonly #names: string[];
   readonly #limits: number[];
+  /** The positions of the bucket policies, whose marks end the script's reply. */
+  readonly #buckets: number[];
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
   readonly #keyStart: string;
 
@@ -122,6 +148,7 @@ class ScriptBinding implements BoundStore {
     this.#loads = scriptLoadState(transport.client, this.#script.sha);
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
+    this.#buckets = namespace.policies.flatMap((p, i) => (p.kind === "tokenBucket" || p.kind === "leakyBucket" ? [i] : []));
     this.#keyStart = `{${namespaceKey(namespace)}`;
   }
 
@@ -152,9 +179,11 @@ class ScriptBinding implements BoundStore {
 
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
-    if (!Array.isArray(reply) || reply.length !== 1 + 7 * n || !reply.every(Number.isSafeInteger)) {
+    const buckets = this.#buckets;
+    const length = 1 + 7 * n + buckets.length;
+    if (!Array.isArray(reply) || reply.length !== length || !reply.every(Number.isSafeInteger)) {
       throw new SluiceStoreError(
-        `[sluice] [redis] malformed reply from the decide script: expected ${1 + 7 * n} integers; got ${preview(reply)}`,
+        `[sluice] [redis] malformed reply from the decide script: expected ${length} integers; got ${preview(reply)}`,
       );
     }
     const policies: PolicyResult[] = new Array(n);
@@ -171,9 +200,17 @@ class ScriptBinding implements BoundStore {
         delayMs: reply[b + 4] as number,
         refillAt: reply[b + 5] as number,
       };
-      if (reply[b + 6] === 1) (policies[i] as PolicyResult).blocked = true;
+      const blockedUntil = reply[b + 6] as number;
+      if (blockedUntil > 0) {
+        (policies[i] as PolicyResult).blocked = true;
+        (policies[i] as PolicyResult).blockedUntil = blockedUntil;
+      }
     }
-    return { now: reply[0] as number, policies };
+    if (buckets.length === 0) return { now: reply[0] as number, policies };
+    // the buckets' marks of an allowed consume (0 in any other reply), after the policies' numbers
+    const marks: number[] = new Array(n).fill(0);
+    for (let j = 0; j < buckets.length; j++) marks[buckets[j] as number] = reply[1 + 7 * n + j] as number;
+    return { now: reply[0] as number, policies, marks };
   }
 
   consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
@@ -197,10 +234,14 @@ class ScriptBinding implements BoundStore {
     return this.#run(this.#keys(key), this.#args(1, "p"));
   }
 
-  refund(key: string, cost: number, chargedAt: number | undefined): Promise<StoreResult> {
+  refund(key: string, cost: number, charge: RefundCharge | undefined): Promise<StoreResult> {
     const args = this.#args(cost, "r");
     if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
-    if (chargedAt !== undefined) args.push(String(chargedAt));
+    if (charge !== undefined) {
+      // when the request was charged, then its mark per policy (none known: 0, a bucket gives nothing back)
+      args.push(String(charge.atMs));
+      for (let i = 0; i < this.#names.length; i++) args.push(String(charge.marks?.[i] ?? 0));
+    }
     return this.#run(this.#keys(key), args);
   }
 

@@ -52,6 +52,11 @@ export interface TestStoreOptions {
   teardown?: () => void | Promise<void>;
   /** Runs of the property test against the reference models. @default 60 */
   numRuns?: number;
+  /**
+   * Runs of each invariant property (hundreds of calls each: keep it low for a store whose every
+   * call crosses a process or an HTTP hop). @default numRuns
+   */
+  invariantRuns?: number;
   /** Per-test timeout in ms for slow stores. @default 20_000 */
   timeoutMs?: number;
 }
@@ -905,7 +910,7 @@ export function testStore(options: TestStoreOptions): void {
         clock.now = ms;
       },
       t0: T0,
-      numRuns: 1000,
+      numRuns: options.invariantRuns ?? options.numRuns ?? 60,
       storeTimeoutMs,
     };
     describe("invariants", () => {
