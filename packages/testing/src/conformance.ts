@@ -33,11 +33,8 @@ import { type InvariantHooks, testHostileSequences, testInvariants } from "./inv
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
+import { T0, uniquePrefix } from "./suite-shared.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
-
-import { T0 } from "./conformance-constants.js";
-
-export { T0 };
 
 /** Options of {@link testStore}. */
 export interface TestStoreOptions {
@@ -61,12 +58,6 @@ export interface TestStoreOptions {
   timeoutMs?: number;
 }
 
-let prefixCounter = 0;
-/** A prefix no other test uses, so a shared store (one Redis) never mixes tests. */
-export function uniquePrefix(label = "t"): string {
-  prefixCounter += 1;
-  return `conf-${label}-${Date.now().toString(36)}-${prefixCounter}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 /** Registers the conformance suite for one store. */
 export function testStore(options: TestStoreOptions): void {

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Decision, MemoryStore, RateLimiter } from "@sluice/core";
-import { T0 } from "./conformance-constants.js";
+import { T0 } from "./suite-shared.js";
 import { ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec, runStep } from "./vectors.js";
 

@@ -4,7 +4,8 @@
  *
  * @module
  */
-export { testStore, uniquePrefix, replayCase, T0, type TestStoreOptions } from "./conformance.js";
+export { testStore, replayCase, type TestStoreOptions } from "./conformance.js";
+export { T0, uniquePrefix } from "./suite-shared.js";
 export { ReferenceLimiter, plain, type PlainDecision } from "./reference.js";
 export { policyFromSpec, policySpecArbitrary, type PolicySpec, type VectorCase, type VectorStep } from "./vectors.js";
 // The redis-server helper and the Upstash bridge need Node: import them from their subpaths,

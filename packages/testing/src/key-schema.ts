@@ -19,7 +19,7 @@
  */
 import { type Policy, RateLimiter, SluiceInputError, type Store, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { T0, uniquePrefix } from "./conformance.js";
+import { T0, uniquePrefix } from "./suite-shared.js";
 
 /** Options of {@link testKeySchema}: the same shape as `testStore`'s. */
 export interface TestKeySchemaOptions {

@@ -1,0 +1,58 @@
+/**
+ * The kit's modules import each other without a cycle (the conformance suite once imported the
+ * key-schema suite, which imported the conformance suite back for `T0` and `uniquePrefix`; both
+ * now come from `suite-shared.ts`). Every relative import counts, `import type` included.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const srcDir = fileURLToPath(new URL(".", import.meta.url));
+
+/** `from "./x.js"` → `x.ts`, for every static import or re-export of a sibling module. */
+function relativeImports(source: string): string[] {
+  return [...source.matchAll(/\bfrom\s+"\.\/([\w.-]+)\.js"/g)].map((m) => `${m[1]}.ts`);
+}
+
+/** One cycle of the graph as a path `a → b → a`, or `undefined` when it has none. */
+function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | undefined {
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (node: string): string[] | undefined => {
+    if (state.get(node) === "done") return undefined;
+    if (state.get(node) === "open") return [...path.slice(path.indexOf(node)), node];
+    state.set(node, "open");
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      const cycle = visit(next);
+      if (cycle !== undefined) return cycle;
+    }
+    path.pop();
+    state.set(node, "done");
+    return undefined;
+  };
+  for (const node of [...graph.keys()].sort()) {
+    const cycle = visit(node);
+    if (cycle !== undefined) return cycle;
+  }
+  return undefined;
+}
+
+describe("module graph of @sluice/testing", () => {
+  it("finds a cycle when there is one (the check can fail)", () => {
+    const graph = new Map([
+      ["conformance.ts", relativeImports('import { testKeySchema } from "./key-schema.js";')],
+      ["key-schema.ts", relativeImports('import { T0 } from "./conformance.js";')],
+    ]);
+    expect(findCycle(graph)).toEqual(["conformance.ts", "key-schema.ts", "conformance.ts"]);
+    expect(findCycle(new Map([["a.ts", ["b.ts"]], ["b.ts", []]]))).toBeUndefined();
+  });
+
+  it("has no import cycle among src/*.ts", () => {
+    const files = readdirSync(srcDir).filter((f) => f.endsWith(".ts"));
+    const graph = new Map(files.map((f) => [f, relativeImports(readFileSync(`${srcDir}${f}`, "utf8"))]));
+    expect(graph.get("conformance.ts")).toContain("key-schema.ts");
+    expect(graph.get("key-schema.ts")).toContain("suite-shared.ts");
+    expect(findCycle(graph)).toBeUndefined();
+  });
+});
