@@ -1,10 +1,31 @@
 /**
  * Errors thrown by Sluice. A denial is never an error: it is a {@link Decision} with
- * `allowed: false`. These classes are for misconfiguration and bad input only.
+ * `allowed: false`. These classes are for misconfiguration, bad input and store failures only.
+ *
+ * **Matching.** Every error has a stable `code` (one per class, see {@link SluiceErrorCode}); a
+ * configuration or input error also has `option`, the option or argument it is about, as a path
+ * from the argument of the call that threw:
+ *
+ * ```ts
+ * if (error instanceof SluiceError && error.code === "SLUICE_CONFIG" && error.option === "limit") …
+ * ```
+ *
+ * **Paths.** A factory names its own options (`"limit"`, `"window"`, `"block.base"`); a constructor
+ * or function that holds a list or a map names the path from its own options: `"limits[1]"`,
+ * `"tiers.pro.limits[0]"`, `"tiers.pro.mode"`, `"denyCache.maxKeys"`. Where Sluice runs a factory
+ * on your behalf (the Durable Object rebuilding policies from their wire form), the factory's path
+ * is put under the holder's (`"policies[0].limit"`). Request-time arguments are named as the
+ * method takes them: `"key"`, `"cost"`, `"lease"`, `"decision"`, `"options"` (the options argument
+ * itself, when it is not an object).
+ *
+ * **Messages.** One format in every package: `[sluice] [<package>] <option> must be <what is
+ * allowed>; got <the value>`, e.g. `[sluice] [redis] clock must be "server" or "client"; got "x"`.
+ * Core leaves out its tag (`[sluice] limit must be a positive safe integer; got 0`), and
+ * configuration an adapter hands to core carries the adapter's tag (`[sluice] [hono] key must be
+ * …`). Messages are for people and may be reworded; match `code` and `option`.
  *
  * @module
  */
-
 /**
  * Where an error records the Sluice classes it belongs to (most derived first), so that `instanceof`
  * answers the same across two copies of this module: the ESM and CommonJS builds loaded side by
@@ -16,7 +37,30 @@ const CLASSES: unique symbol = Symbol.for("@sluice/core:error-classes") as never
 /** The class name `instanceof` checks for, kept on each class (it survives minifiers that rename classes). */
 const CLASS_NAME: unique symbol = Symbol.for("@sluice/core:error-class-name") as never;
 
-/** Base class of every error Sluice throws. Messages start with `[sluice]`. */
+/**
+ * The stable code of each error class, for programs to match (`error.code === "SLUICE_CONFIG"`).
+ * One per class; a code never changes meaning, and new ones are only added.
+ *
+ * | code | class | when |
+ * |---|---|---|
+ * | `"SLUICE_CONFIG"` | {@link SluiceConfigError} | an option is wrong (thrown by factories and constructors) |
+ * | `"SLUICE_INPUT"` | {@link SluiceInputError} | an argument of a request-time call is wrong (`key`, `cost`, …), before any state is touched |
+ * | `"SLUICE_TIMEOUT"` | {@link SluiceTimeoutError} | a store call did not answer within `timeoutMs` |
+ * | `"SLUICE_STORE"` | {@link SluiceStoreError} | a store failed or answered something malformed |
+ * | `"SLUICE_ERROR"` | {@link SluiceError} | the base class made directly; Sluice itself never throws it |
+ */
+export type SluiceErrorCode = "SLUICE_ERROR" | "SLUICE_CONFIG" | "SLUICE_INPUT" | "SLUICE_TIMEOUT" | "SLUICE_STORE";
+
+/**
+ * Base class of every error Sluice throws. Messages start with `[sluice]`; `code` says which kind
+ * of error it is.
+ *
+ * @example
+ * ```ts
+ * try { await limiter.limit(key); }
+ * catch (e) { if (e instanceof SluiceError) log.error(e.code, e.message); }
+ * ```
+ */
 export class SluiceError extends Error {
   /** @internal */
   static readonly [CLASS_NAME]: string = "SluiceError";
@@ -34,6 +78,8 @@ export class SluiceError extends Error {
   }
 
   override name: string = "SluiceError";
+  /** What kind of error this is, stable across versions: see {@link SluiceErrorCode}. */
+  readonly code: SluiceErrorCode = "SLUICE_ERROR";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message.startsWith("[sluice]") ? message : `[sluice] ${message}`, options);
     const classes: string[] = [];
@@ -45,15 +91,28 @@ export class SluiceError extends Error {
   }
 }
 
+/** What a {@link SluiceConfigError} or {@link SluiceInputError} is made with. */
+export interface SluiceOptionErrorOptions {
+  /** The option or argument path the error is about: `"limit"`, `"limits[1]"`, `"block.base"`, `"cost"`. */
+  option: string;
+  /** The error that caused this one, if any. */
+  cause?: unknown;
+}
+
 /**
  * A configuration mistake: thrown synchronously by factories and constructors (and by a tiered
- * guard at the first request that names an unknown tier). The message names the option, the value
- * and what is allowed.
+ * guard at the first request that names an unknown tier). `code` is `"SLUICE_CONFIG"`; `option`
+ * names the option (a path such as `"limits[1]"` or `"block.base"`: see the module's notes); the
+ * message names the option, the value and what is allowed.
  *
  * @example
  * ```ts
  * try { fixedWindow({ limit: 0, window: "1m" }); }
- * catch (e) { e instanceof SluiceConfigError; // true: "limit must be a positive safe integer, got 0"
+ * catch (e) {
+ *   e instanceof SluiceConfigError; // true
+ *   e.code;    // "SLUICE_CONFIG"
+ *   e.option;  // "limit"
+ *   e.message; // "[sluice] limit must be a positive safe integer; got 0"
  * }
  * ```
  */
@@ -61,27 +120,51 @@ export class SluiceConfigError extends SluiceError {
   /** @internal */
   static override readonly [CLASS_NAME]: string = "SluiceConfigError";
   override name = "SluiceConfigError" as const;
+  override readonly code = "SLUICE_CONFIG" as const;
+  /** The option path the error is about, e.g. `"limit"`, `"limits[1]"`, `"tiers.pro.mode"`, `"block.base"`. */
+  readonly option: string;
+
+  constructor(message: string, options?: SluiceOptionErrorOptions) {
+    super(message, options);
+    this.option = optionOf(options);
+  }
 }
 
 /**
  * Bad input at request time (a cost that is not a positive safe integer, a key that is not a
- * non-empty string). Thrown before any state is read or written.
+ * non-empty string). Thrown before any state is read or written. `code` is `"SLUICE_INPUT"`;
+ * `option` names the argument (`"key"`, `"cost"`, `"lease"`, `"decision"`, `"options"`).
  *
  * @example
  * ```ts
- * await limiter.limit("user:1", { cost: 0 }); // rejects with SluiceInputError
+ * try { await limiter.limit("user:1", { cost: 0 }); }
+ * catch (e) { if (e instanceof SluiceInputError && e.option === "cost") return badRequest(e.message); }
  * ```
  */
 export class SluiceInputError extends SluiceError {
   /** @internal */
   static override readonly [CLASS_NAME]: string = "SluiceInputError";
   override name = "SluiceInputError" as const;
+  override readonly code = "SLUICE_INPUT" as const;
+  /** The argument path the error is about, e.g. `"key"`, `"cost"`, `"lease"`. */
+  readonly option: string;
+
+  constructor(message: string, options?: SluiceOptionErrorOptions) {
+    super(message, options);
+    this.option = optionOf(options);
+  }
+}
+
+function optionOf(options: SluiceOptionErrorOptions | undefined): string {
+  const option = options?.option;
+  if (option === undefined) return "";
+  return typeof option === "string" ? option : String(option);
 }
 
 /**
  * A store call that did not answer within the limiter's `timeoutMs` (default 1000 ms for
- * asynchronous stores). The limiter treats it as a store failure (`reason: "timeout"`) and follows
- * its `onStoreError`; it reaches `onStoreFailure`, never the caller of `limit()`.
+ * asynchronous stores); `code` is `"SLUICE_TIMEOUT"`. The limiter treats it as a store failure
+ * (`reason: "timeout"`) and follows its `onStoreError`; it reaches `onStoreFailure`, never the caller of `limit()`.
  *
  * @example
  * ```ts
@@ -92,10 +175,12 @@ export class SluiceTimeoutError extends SluiceError {
   /** @internal */
   static override readonly [CLASS_NAME]: string = "SluiceTimeoutError";
   override name = "SluiceTimeoutError" as const;
+  override readonly code = "SLUICE_TIMEOUT" as const;
 }
 
 /**
- * A store failed or answered something malformed (a reply of the wrong shape, say). The limiter
+ * A store failed or answered something malformed (a reply of the wrong shape, say); `code` is
+ * `"SLUICE_STORE"`. The limiter
  * treats it as a store failure (`reason: "store-error"`) and follows its `onStoreError`.
  *
  * @example
@@ -107,6 +192,7 @@ export class SluiceStoreError extends SluiceError {
   /** @internal */
   static override readonly [CLASS_NAME]: string = "SluiceStoreError";
   override name = "SluiceStoreError" as const;
+  override readonly code = "SLUICE_STORE" as const;
   /**
    * `true` when the store certainly did not carry the call out: it never reached the store (the
    * connection was refused, the client was closed). A refund that failed so can be made again
@@ -130,4 +216,39 @@ export function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "function") return "a function";
   return "an object";
+}
+
+/**
+ * Joins an option path: `joinOption("limits[1]", "window")` is `"limits[1].window"`,
+ * `joinOption("policies", "[0]")` is `"policies[0]"`, and an empty parent leaves the child.
+ */
+export function joinOption(parent: string, child: string): string {
+  if (parent === "") return child;
+  if (child === "") return parent;
+  return child.startsWith("[") ? `${parent}${child}` : `${parent}.${child}`;
+}
+
+/**
+ * The same error as `error`, with its option put under `parent` (`""` for none) and its message
+ * tagged with `tag` (a package short name, `"hono"`; `undefined` keeps the tag it has): for a
+ * holder that runs a validator on behalf of its own options (the Durable Object rebuilding
+ * `policies[0]` with a factory; an adapter running core's validation). `error` becomes the cause.
+ * Any other error is returned as it is.
+ */
+export function nestOptionError(error: unknown, parent: string, tag?: string): unknown {
+  if (!(error instanceof SluiceConfigError) && !(error instanceof SluiceInputError)) return error;
+  const option = joinOption(parent, error.option);
+  // "[sluice] [pkg] rest" or "[sluice] rest"
+  let rest = error.message.startsWith("[sluice] ") ? error.message.slice("[sluice] ".length) : error.message;
+  let ownTag: string | undefined;
+  const tagged = /^\[([^\]]+)\] /.exec(rest);
+  if (tagged !== null) {
+    ownTag = tagged[1];
+    rest = rest.slice(tagged[0].length);
+  }
+  if (parent !== "" && error.option !== "" && rest.startsWith(error.option)) rest = option + rest.slice(error.option.length);
+  const useTag = tag ?? ownTag;
+  const message = `[sluice] ${useTag === undefined ? "" : `[${useTag}] `}${rest}`;
+  const options = { option, cause: error };
+  return error instanceof SluiceConfigError ? new SluiceConfigError(message, options) : new SluiceInputError(message, options);
 }

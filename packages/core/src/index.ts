@@ -28,9 +28,10 @@ export {
   type WindowOptions,
   type TokenBucketOptions,
   type LeakyBucketOptions,
-} from "./algorithms.js";
+} from "./algorithms/index.js";
 export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
 export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
+export type { SluiceErrorCode, SluiceOptionErrorOptions } from "./errors.js";
 export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
 export {
   RateLimiter,
