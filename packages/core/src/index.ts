@@ -35,7 +35,6 @@ export type { SluiceErrorCode, SluiceOptionErrorOptions } from "./errors.js";
 export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
 export {
   RateLimiter,
-  STORE_FAILURE_RETRY_MS,
   DEFAULT_TIMEOUT_MS,
   type RateLimiterOptions,
   type LimitOptions,

@@ -9,7 +9,6 @@ import {
   type Policy,
   RateLimiter,
   type RateLimiterOptions,
-  STORE_FAILURE_RETRY_MS,
   SluiceConfigError,
   SluiceError,
   SluiceInputError,
@@ -26,6 +25,7 @@ import {
   toMs,
   tokenBucket,
 } from "./index.js";
+import { STORE_FAILURE_RETRY_MS } from "./decision.js";
 import { toDecision } from "./store.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */

@@ -85,7 +85,7 @@ export {
   MAX_POLICIES,
   MAX_KEY_LENGTH,
 } from "./keys.js";
-export { toDecision } from "./limiter.js";
+export { toDecision } from "./decision.js";
 export {
   evaluate,
   stateNow,

@@ -6,10 +6,11 @@
  *
  * @module
  */
+import { toDecision } from "../decision.js";
 import { SluiceConfigError, SluiceInputError, describe } from "../errors.js";
 import { type HeaderWriter, compileRateLimitHeaders, mergeRateLimitHeaders, partitionKeyOf } from "../headers.js";
 import { storageKey } from "../keys.js";
-import { type LimitOptions, type RateLimiter, limitNow, toDecision } from "../limiter.js";
+import { type LimitOptions, type RateLimiter, limitNow } from "../limiter.js";
 import { addRateLimitHeaders, limitedResponse } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { noteHead } from "./lease.js";
