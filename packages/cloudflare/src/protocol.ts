@@ -12,33 +12,15 @@
  *
  * @module
  */
-import {
-  type BlockOption,
-  type Policy,
-  type PolicyResult,
-  SluiceConfigError,
-  SluiceInputError,
-  SluiceStoreError,
-  type StoreResult,
-  concurrency,
-  fixedWindow,
-  leakyBucket,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-} from "@sluice/core";
-import { MAX_POLICIES, namespaceKey, storageKey } from "@sluice/core/store";
+import { type Policy, type PolicyResult, SluiceConfigError, SluiceInputError, SluiceStoreError, type StoreResult } from "@sluice/core";
+import { MAX_POLICIES, isPolicyKind, namespaceKey, policyData, policyFromData, storageKey } from "@sluice/core/store";
 
-/** A policy as plain data: the options its factory takes. */
-export type PolicySpec = (
-  | { kind: "fixedWindow" | "slidingWindow" | "slidingLog"; name: string; limit: number; windowMs: number }
-  | { kind: "tokenBucket"; name: string; capacity: number; refillRate: number; intervalMs: number }
-  | { kind: "leakyBucket"; name: string; rate: number; periodMs: number; burst: number; queue: number }
-  | { kind: "concurrency"; name: string; limit: number; leaseMs: number }
-) & {
-  /** The penalty box, in ms; absent when the policy has none. */
-  block?: { base: number; factor: number; max: number };
-};
+/**
+ * A policy as plain data: its kind and name, the options its factory takes (durations in ms) and
+ * its penalty box (core's `policyData`), e.g. `{ kind: "fixedWindow", name: "100-per-1m", limit:
+ * 100, window: 60000 }`.
+ */
+export type PolicySpec = { kind: Policy["kind"]; name: string; block?: { base: number; factor: number; max: number } } & Record<string, unknown>;
 
 /** The fields every call to the object carries. */
 export interface LimiterCall {
@@ -101,31 +83,7 @@ export type ResetReply = null | Refusal;
 
 /** The plain-data form of a policy made by a core factory. */
 export function specOf(policy: Policy): PolicySpec {
-  const spec = algorithmSpecOf(policy);
-  const block = policy.block;
-  return block === undefined ? spec : { ...spec, block: { base: block.baseMs, factor: block.factor, max: block.maxMs } };
-}
-
-function algorithmSpecOf(policy: Policy): PolicySpec {
-  switch (policy.kind) {
-    case "fixedWindow":
-    case "slidingWindow":
-    case "slidingLog":
-      return { kind: policy.kind, name: policy.name, limit: policy.limit, windowMs: policy.windowMs };
-    case "tokenBucket":
-      return { kind: "tokenBucket", name: policy.name, capacity: policy.capacity, refillRate: policy.refillRate, intervalMs: policy.intervalMs };
-    case "leakyBucket":
-      return {
-        kind: "leakyBucket",
-        name: policy.name,
-        rate: policy.rate,
-        periodMs: policy.periodMs,
-        burst: policy.burst,
-        queue: policy.queue,
-      };
-    case "concurrency":
-      return { kind: "concurrency", name: policy.name, limit: policy.limit, leaseMs: policy.leaseMs };
-  }
+  return policyData(policy) as PolicySpec;
 }
 
 /**
@@ -151,46 +109,11 @@ export function policiesFromJson(json: unknown): Policy[] {
       throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}] must be an object`);
     }
     const s = spec as Record<string, unknown>;
-    // the factory validates it, like every other field
-    const block = s.block as BlockOption | undefined;
-    let policy: Policy;
-    // the factories validate every field; numbers that are not numbers fail there
-    switch (s.kind) {
-      case "fixedWindow":
-        policy = fixedWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
-        break;
-      case "slidingWindow":
-        policy = slidingWindow({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
-        break;
-      case "slidingLog":
-        policy = slidingLog({ name: s.name as string, limit: s.limit as number, window: s.windowMs as number, block });
-        break;
-      case "tokenBucket":
-        policy = tokenBucket({
-          name: s.name as string,
-          capacity: s.capacity as number,
-          refillRate: s.refillRate as number,
-          interval: s.intervalMs as number,
-          block,
-        });
-        break;
-      case "leakyBucket":
-        policy = leakyBucket({
-          name: s.name as string,
-          rate: s.rate as number,
-          period: s.periodMs as number,
-          burst: s.burst as number,
-          queue: s.queue as number,
-          block,
-        });
-        break;
-      case "concurrency":
-        // the factory refuses a block, like every other field it does not take
-        policy = concurrency({ name: s.name as string, limit: s.limit as number, lease: s.leaseMs as number, ...(block === undefined ? {} : { block }) } as Parameters<typeof concurrency>[0]);
-        break;
-      default:
-        throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}].kind is not an algorithm`);
+    if (!isPolicyKind(s.kind)) {
+      throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}].kind is not an algorithm`);
     }
+    // the factory validates every field (and refuses any it does not take, such as a concurrency cap's block)
+    const policy = policyFromData(s);
     if (typeof s.name !== "string" || names.has(policy.name)) {
       throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}] needs a name distinct from the others`);
     }

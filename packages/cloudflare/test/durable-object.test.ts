@@ -213,10 +213,10 @@ describe("the object validates what it is sent", () => {
     ["13 policies", { ...good, policies: JSON.stringify(Array.from({ length: 13 }, (_, i) => policy(i))) }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 13"],
     ["33 policies", { ...good, policies: JSON.stringify(Array.from({ length: 33 }, (_, i) => policy(i))) }, "SluiceConfigError", "got 33"],
     ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "SluiceConfigError", "policies[0].kind is not an algorithm"],
-    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, windowMs: 60_000 }]) }, "SluiceConfigError", "fixedWindow: limit must be a positive safe integer; got -1"],
+    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, window: 60_000 }]) }, "SluiceConfigError", "fixedWindow: limit must be a positive safe integer; got -1"],
     [
       "a concurrency cap with a penalty box",
-      { ...good, policies: JSON.stringify([{ kind: "concurrency", name: "c", limit: 2, leaseMs: 30_000, block: { base: 1000, factor: 1, max: 1000 } }]) },
+      { ...good, policies: JSON.stringify([{ kind: "concurrency", name: "c", limit: 2, lease: 30_000, block: { base: 1000, factor: 1, max: 1000 } }]) },
       "SluiceConfigError",
       "concurrency: block is not supported",
     ],

@@ -62,3 +62,5 @@ export {
   type HeaderStyle,
 } from "./headers.js";
 export type { Decision, MaybePromise } from "./types.js";
+/** Whether a policy's allowed requests hold leases (a `concurrency()` cap): an adapter must then release them. */
+export { holdsLeases } from "./algorithms/index.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { concurrency, fixedWindow, isPolicy, tokenBucket } from "./algorithms.js";
+import { concurrency, fixedWindow, isPolicy, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "./errors.js";
 import { compileRateLimitHeaders, ietfPolicyHeader, setRateLimitHeaders } from "./headers.js";
 import { RateLimiter } from "./limiter.js";
@@ -94,16 +94,39 @@ describe("RateLimiter with a concurrency policy", () => {
     expect((await limiter.limit("k")).allowed).toBe(true);
   });
 
-  it("a store without release() cannot hold leases: a SluiceConfigError at construction", () => {
+  it("a store without release() or refund() is a SluiceConfigError (option store) at construction, whatever the limits", () => {
     const inner = new MemoryStore();
-    const old: Store = {
+    const without = (method: "refund" | "release"): Store => ({
       bind(namespace) {
         const bound = inner.bind(namespace);
-        return { consume: (k, c) => bound.consume(k, c), peek: (k) => bound.peek(k), reset: (k) => bound.reset(k) };
+        const all: Record<string, unknown> = {
+          consume: (k: string, c: number, lease?: number) => bound.consume(k, c, lease),
+          peek: (k: string) => bound.peek(k),
+          reset: (k: string) => bound.reset(k),
+          refund: (k: string, c: number, charge: undefined) => bound.refund(k, c, charge),
+          release: (k: string, lease: number) => bound.release(k, lease),
+        };
+        delete all[method];
+        return all as unknown as BoundStore;
       },
-    };
-    expect(() => new RateLimiter({ store: old, limits })).toThrow(/a concurrency\(\) limit needs a store that can release leases/);
-    expect(() => new RateLimiter({ store: old, limits: fixedWindow({ limit: 1, window: "1m" }) })).not.toThrow();
+    });
+    for (const method of ["refund", "release"] as const) {
+      for (const limits of [concurrency({ limit: 1 }), fixedWindow({ limit: 1, window: "1m" })]) {
+        let thrown: unknown;
+        try {
+          new RateLimiter({ store: without(method), limits });
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(SluiceConfigError);
+        expect(thrown).toMatchObject({
+          code: "SLUICE_CONFIG",
+          option: "store",
+          message: `[sluice] RateLimiter: store must bind each namespace to an object with consume, peek, reset, refund, release methods; its bind() returned one without ${method}()`,
+        });
+      }
+    }
+    expect(() => new RateLimiter({ store: inner, limits })).not.toThrow();
   });
 
   it("passes the lease to the store; the fallback store holds it while the store is down, and release frees it there (and resolves)", async () => {
@@ -124,8 +147,9 @@ describe("RateLimiter with a concurrency policy", () => {
           release: async (k, lease) => {
             calls.push("release");
             if (down) throw new SluiceStoreError("down");
-            return bound.release?.(k, lease) as ReturnType<NonNullable<BoundStore["release"]>>;
+            return bound.release(k, lease);
           },
+          refund: async (k, c, charge) => bound.refund(k, c, charge),
         };
       },
     };
@@ -161,7 +185,8 @@ describe("RateLimiter with a concurrency policy", () => {
           consume: async (k, c, lease) => (consumed++, bound.consume(k, c, lease)),
           peek: async (k) => bound.peek(k),
           reset: async (k) => bound.reset(k),
-          release: async (k, lease) => (bound.release as NonNullable<BoundStore["release"]>)(k, lease),
+          release: async (k, lease) => bound.release(k, lease),
+          refund: async (k, c, charge) => bound.refund(k, c, charge),
         };
       },
     };
@@ -170,7 +195,7 @@ describe("RateLimiter with a concurrency policy", () => {
     const held = await limiter.limit("k");
     expect([(await limiter.limit("k")).reason, (await limiter.limit("k")).reason, consumed]).toEqual(["limit", "limit", 3]);
     // another process frees the slot (straight to the store): this one sees it at once
-    await inner.bind({ prefix: "sluice", policies: limiter.policies }).release?.("k", Number(held.lease));
+    await inner.bind({ prefix: "sluice", policies: limiter.policies }).release("k", Number(held.lease));
     const second = await limiter.limit("k");
     expect(second.allowed).toBe(true);
     await limiter.release("k", second);

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Policy } from "./algorithms.js";
+import { type Policy, quotaUnitOf } from "./algorithms/index.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { base64, sha256 } from "./sha256.js";
 import type { Decision, PolicyResult } from "./types.js";
@@ -61,7 +61,8 @@ function secondsUntil(at: number, now: number): number {
  * requests in flight, not per window: `"exports";q=2;qu="concurrent-requests"` (no `w`).
  */
 function ietfPolicyMember(p: Policy): string {
-  return p.kind === "concurrency" ? `"${p.name}";q=${p.limit};qu="concurrent-requests"` : `"${p.name}";q=${p.limit};w=${p.windowSeconds}`;
+  const unit = quotaUnitOf(p);
+  return unit !== undefined ? `"${p.name}";q=${p.limit};qu="${unit}"` : `"${p.name}";q=${p.limit};w=${p.windowSeconds}`;
 }
 
 /** The `RateLimit-Policy` value of the `"ietf"` style for a list of policies (static per limiter). */
@@ -100,7 +101,7 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
     fields: ["RateLimit", "RateLimit-Policy"],
     compile(policies) {
       // a concurrency cap has no window: its policy is the bare quota
-      const windows = new Map(policies.map((p) => [p.name, p.kind === "concurrency" ? "" : `;w=${p.windowSeconds}`]));
+      const windows = new Map(policies.map((p) => [p.name, quotaUnitOf(p) !== undefined ? "" : `;w=${p.windowSeconds}`]));
       return (sink, decision) => {
         sink.set(
           "RateLimit",

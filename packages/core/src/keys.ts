@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { type Policy, type PolicyKind, isPolicy, validateName } from "./algorithms.js";
+import { ALGORITHMS, type Policy, isPolicy, validateName } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import type { StoreNamespace } from "./types.js";
 
@@ -62,15 +62,6 @@ export function namespaceKey(namespace: { readonly prefix: string; readonly tier
   return `${encodeKeyPart(namespace.prefix)}:${namespace.tier === undefined ? "" : encodeKeyPart(namespace.tier)}:`;
 }
 
-const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
-  fixedWindow: "fw",
-  slidingWindow: "sw",
-  slidingLog: "sl",
-  tokenBucket: "tb",
-  leakyBucket: "lb",
-  concurrency: "cc",
-};
-
 /**
  * The field a policy's state is stored under, inside one identifier's record: its name and its
  * algorithm (`"100-per-1m|sw"`; `|cc` for a concurrency cap), so a change of algorithm under the same name starts empty.
@@ -78,7 +69,7 @@ const KIND_CODE: Readonly<Record<PolicyKind, string>> = {
  * always the last three characters.
  */
 export function policyField(policy: Pick<Policy, "name" | "kind">): string {
-  return `${policy.name}|${KIND_CODE[policy.kind]}`;
+  return `${policy.name}|${ALGORITHMS[policy.kind].code}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Policy, validateName } from "./algorithms.js";
+import { type Policy, holdsLeases, validateName } from "./algorithms/index.js";
 import { StoreDecision, decisionOf, storeFailureDecision, toDecision } from "./decision.js";
 import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.js";
 import { MAX_DURATION_MS } from "./duration.js";
@@ -325,8 +325,8 @@ export class RateLimiter {
     this.#owner = namespaceToken(store, this.#namespace);
     this.#bound = store.bind(this.#namespace);
     this.#memory = this.#bound instanceof MemoryBinding ? this.#bound : undefined;
-    this.#concurrent = this.policies.some((p) => p.kind === "concurrency");
-    this.#concurrencyNames = new Set(this.policies.filter((p) => p.kind === "concurrency").map((p) => p.name));
+    this.#concurrent = this.policies.some(holdsLeases);
+    this.#concurrencyNames = new Set(this.policies.filter(holdsLeases).map((p) => p.name));
     if (this.#concurrent && typeof this.#bound.release !== "function") {
       throw new SluiceConfigError(
         "RateLimiter: a concurrency() limit needs a store that can release leases, and this store's bound namespace has no release(key, lease) method",

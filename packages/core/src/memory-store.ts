@@ -1,4 +1,4 @@
-import type { Policy } from "./algorithms.js";
+import type { Policy } from "./algorithms/index.js";
 import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, describe } from "./errors.js";
 import { assertNamespace, namespaceKey, policyField } from "./keys.js";

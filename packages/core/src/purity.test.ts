@@ -104,10 +104,16 @@ describe("core purity", () => {
     expect([...seen].sort()).toEqual(Object.keys(sources).sort());
   });
 
-  it("the main entry keeps the engine to itself; the store entry has what a store author needs", async () => {
+  it("no entry hands out the engine's typed-array layout; the store entry has what a store author needs", async () => {
     const main: Record<string, unknown> = await import("./index.js");
     const store: Record<string, unknown> = await import("./store.js");
-    for (const name of ["evaluate", "stateNow", "peekPolicy", "consumeAll", "peekAll", "layoutOf", "expiresAtUs", "maxCost", "NUM_WIDTH", "OBJ_WIDTH", "toDecision", "storageKey", "policyField", "namespaceKey", "encodeKeyPart", "assertKey", "assertNamespace", "decideState", "peekState"]) {
+    const adapter: Record<string, unknown> = await import("./adapter.js");
+    for (const name of ["evaluate", "stateNow", "peekPolicy", "consumeAll", "peekAll", "refundAll", "releaseAll", "layoutOf", "expiresAtUs", "maxCost", "NUM_WIDTH", "OBJ_WIDTH", "ALGORITHMS"]) {
+      expect(main, name).not.toHaveProperty(name);
+      expect(store, name).not.toHaveProperty(name);
+      expect(adapter, name).not.toHaveProperty(name);
+    }
+    for (const name of ["toDecision", "storageKey", "policyField", "namespaceKey", "encodeKeyPart", "assertKey", "assertNamespace", "decideState", "peekState", "refundState", "releaseState"]) {
       expect(main, name).not.toHaveProperty(name);
       expect(store, name).toHaveProperty(name);
     }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms.js";
+import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
 import { type StoredState, assertNamespace, decideState, peekState, policyField } from "./store.js";

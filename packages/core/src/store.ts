@@ -56,8 +56,8 @@
  *
  * @module
  */
-import type { Policy } from "./algorithms.js";
-import { type Layout, NUM_WIDTH, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
+import { type Policy, algorithmOf } from "./algorithms/index.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
 import type { PolicyResult, RefundCharge } from "./types.js";
@@ -73,7 +73,7 @@ export type {
   DecisionReason,
   MaybePromise,
 } from "./types.js";
-export type { Policy, PolicyKind } from "./algorithms.js";
+export type { Policy, PolicyKind } from "./algorithms/index.js";
 export {
   storageKey,
   namespaceKey,
@@ -86,26 +86,8 @@ export {
   MAX_KEY_LENGTH,
 } from "./keys.js";
 export { toDecision } from "./decision.js";
-export {
-  evaluate,
-  stateNow,
-  peekPolicy,
-  consumeAll,
-  peekAll,
-  refundPolicy,
-  refundAll,
-  releasePolicy,
-  releaseAll,
-  CONCURRENCY_RETRY_MS,
-  startedBlock,
-  blockExpiresAtUs,
-  layoutOf,
-  expiresAtUs,
-  maxCost,
-  NUM_WIDTH,
-  OBJ_WIDTH,
-  type Layout,
-} from "./engine.js";
+// the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
+export { CONCURRENCY_RETRY_MS, POLICY_KINDS, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
 
 /**
  * The stored state of one identifier (one {@link storageKey}): for each policy, under its
@@ -201,41 +183,12 @@ function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num:
     const value = (state as Record<string, unknown>)[fields[i] as string];
     if (!isField(value) || (value[0] as number) <= nowUs) continue;
     const off = layout.numOffsets[i] as number;
-    if (policy.kind === "concurrency") {
-      // [expires, lease expires, lease id, ...]: the live leases only (expired ones are purged on read)
-      if (value.length % 2 !== 1) continue;
-      const leases: number[] = [];
-      let latest = 0;
-      for (let j = 1; j < value.length; j += 2) {
-        const expires = value[j] as number;
-        const id = value[j + 1] as number;
-        if (id < 0 || expires <= nowUs) continue;
-        leases.push(expires, id);
-        if (expires > latest) latest = expires;
-      }
-      if (leases.length === 0) continue;
-      num[off] = latest;
-      obj[layout.objOffsets[i] as number] = leases;
-      continue;
+    const oOff = layout.objOffsets[i] as number;
+    if (!algorithmOf(policy).decode(policy, value, num, off, obj, oOff, nowUs)) {
+      // malformed: the policy starts empty (a partial read is undone)
+      num.fill(0, off, off + algorithmOf(policy).numWidth);
+      obj.fill(undefined, oOff, oOff + algorithmOf(policy).objWidth);
     }
-    if (policy.kind === "slidingLog") {
-      // [expires, time, cost, time, cost, ...], oldest first: the sum is always recomputed
-      if (value.length % 2 !== 1) continue;
-      let sum = 0;
-      let ok = true;
-      for (let j = 1; j < value.length; j += 2) {
-        const cost = value[j + 1] as number;
-        if (cost <= 0 || (j > 1 && (value[j] as number) <= (value[j - 2] as number))) ok = false;
-        sum += cost;
-      }
-      if (!ok || value.length === 1) continue;
-      num[off] = sum;
-      obj[layout.objOffsets[i] as number] = value.slice(1);
-      continue;
-    }
-    const width = NUM_WIDTH[policy.kind];
-    if (value.length !== 1 + width) continue;
-    for (let j = 0; j < width; j++) num[off + j] = value[1 + j] as number;
   }
   return { num, obj };
 }
@@ -326,19 +279,9 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
       continue;
     }
     const value = [at];
-    if (policy.kind === "slidingLog") {
-      for (const x of obj[oOff] as number[]) value.push(x);
-    } else if (policy.kind === "concurrency") {
-      const leases = (obj[oOff] as number[] | undefined) ?? [];
-      for (let j = 0; j < leases.length; j += 2) {
-        if ((leases[j] as number) > nowUs) value.push(leases[j] as number, leases[j + 1] as number);
-      }
-      if (value.length === 1) {
-        delete next[field];
-        continue;
-      }
-    } else {
-      for (let j = 0; j < NUM_WIDTH[policy.kind]; j++) value.push(num[off + j] as number);
+    if (!algorithmOf(policy).encode(policy, num, off, obj, oOff, nowUs, value)) {
+      delete next[field];
+      continue;
     }
     next[field] = value;
     if (at > latest) latest = at;

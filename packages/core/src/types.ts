@@ -1,4 +1,4 @@
-import type { Policy } from "./algorithms.js";
+import type { Policy } from "./algorithms/index.js";
 
 /** A value, or a promise of it: the in-memory store answers synchronously. */
 export type MaybePromise<T> = T | Promise<T>;

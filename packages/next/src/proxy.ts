@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { SluiceConfigError } from "@sluice/core";
-import { describeValue } from "@sluice/core/adapter";
+import { SluiceConfigError, isPolicy } from "@sluice/core";
+import { describeValue, holdsLeases } from "@sluice/core/adapter";
 import { type NextFetchEvent, type NextRequest, NextResponse } from "next/server.js";
 import { FORWARDED_HEADERS, encodeForwarded } from "./forward.js";
 import { type RateLimitOptions, nextPipeline } from "./options.js";
@@ -72,7 +72,7 @@ function toNextResponse(response: Response, where: string): NextResponse {
 
 /** Whether the limiter, or any tier, has a `concurrency()` limit. */
 function hasConcurrencyLimit(options: RateLimitProxyOptions): boolean {
-  const isConcurrency = (policy: unknown) => (policy as { kind?: unknown } | null)?.kind === "concurrency";
+  const isConcurrency = (policy: unknown) => isPolicy(policy) && holdsLeases(policy);
   const limiter = (options as { limiter?: { policies?: unknown } }).limiter;
   if (Array.isArray(limiter?.policies) && limiter.policies.some(isConcurrency)) return true;
   const tiers = (options as { tiers?: unknown }).tiers;

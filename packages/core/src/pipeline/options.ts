@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Policy } from "../algorithms.js";
+import type { Policy } from "../algorithms/index.js";
 import type { ClientIpTrust, UNKNOWN_CLIENT_KEY } from "../client-ip.js";
 import type { DenyCacheOption } from "../deny-cache.js";
 import type { HeadersOption, PartitionKeyOption } from "../headers.js";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { isPolicy, validateName } from "../algorithms.js";
+import { isPolicy, validateName } from "../algorithms/index.js";
 import { resolveDenyCache } from "../deny-cache.js";
 import { SluiceConfigError, describe } from "../errors.js";
 import type { HeaderWriter } from "../headers.js";

@@ -1,0 +1,200 @@
+/**
+ * What every algorithm gives the rest of Sluice: the contract an algorithm folder fills in
+ * ({@link AlgorithmDefinition}), and the small helpers the folders share (option parsing, result
+ * building, exact integer division).
+ *
+ * An algorithm keeps its state per key in a slice of a `Float64Array` (`numWidth` numbers at `off`)
+ * and, when it needs a variable-length list (the sliding log's entries, the concurrency cap's
+ * leases), `objWidth` slots of an array at `oOff`. An all-zero slice (and empty slots) is the empty
+ * state for every algorithm.
+ *
+ * @module
+ */
+import { MAX_DURATION_MS } from "../duration.js";
+import { SluiceConfigError, describe } from "../errors.js";
+import type { PolicyResult } from "../types.js";
+
+/**
+ * The penalty box of a policy, parsed: when the policy denies, the key is blocked for
+ * `baseMs × factor^(n-1)` (at most `maxMs`), n being the offences within `maxMs` of the end of the
+ * previous block.
+ */
+export interface BlockSpec {
+  readonly baseMs: number;
+  /** A positive integer (integers keep every store's arithmetic exact). */
+  readonly factor: number;
+  readonly maxMs: number;
+}
+
+/** The fields every policy has, whatever its algorithm. */
+export interface PolicyCommon {
+  /** Name used in headers (`RateLimit-Policy`) and in storage keys. */
+  readonly name: string;
+  /** The quota reported in headers: `limit`, `capacity` or `burst`. */
+  readonly limit: number;
+  /** The `w` of `RateLimit-Policy`, in whole seconds. */
+  readonly windowSeconds: number;
+  /** The penalty box: how long a denial blocks the key; absent when the policy has none. */
+  readonly block?: BlockSpec;
+}
+
+/**
+ * Everything Sluice knows about one algorithm, in one place. The registry
+ * (`algorithms/index.ts`) maps every policy kind to its definition, so the compiler refuses a kind
+ * without one; nothing outside the `algorithms/` folders branches on a kind.
+ *
+ * Every number an algorithm keeps or compares is an integer (times in µs, windows in ms), so
+ * TypeScript and Lua reach bit-identical decisions. Every value handed out is rounded up to whole ms.
+ */
+export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: string }> {
+  /** The policy kind (`Policy["kind"]`). */
+  readonly kind: P["kind"];
+  /** Two letters ending the field a policy's state is stored under (`"100-per-1m|sw"`): unique per kind. */
+  readonly code: string;
+  /** Numbers of state per key. */
+  readonly numWidth: number;
+  /** Object slots per key (a variable-length list of numbers each). */
+  readonly objWidth: number;
+  /** Whether an allowed request holds a lease (one slot) until it is released or expires. */
+  readonly leases: boolean;
+
+  /** The factory (validates and parses its options once; throws `SluiceConfigError`). */
+  create(options: Record<string, unknown>): P;
+  /**
+   * The options `create` takes to rebuild `policy` exactly, in ms for durations, without `name`
+   * and `block` (the caller adds them): the plain data that travels to a Durable Object.
+   */
+  options(policy: P): Record<string, number>;
+  /**
+   * Whether a hand-made object has every parameter this algorithm reads, valid (the fields of
+   * {@link PolicyCommon} are checked by the caller): so it cannot slip non-integers into the arithmetic.
+   */
+  isValid(policy: Record<string, unknown>): boolean;
+  /** The largest cost the policy can ever admit (beyond it: `cost-exceeds-limit`). */
+  maxCost(policy: P): number;
+  /**
+   * The quota unit of a policy that counts something other than requests per window (the IETF
+   * `qu` parameter: `"concurrent-requests"` for the concurrency cap, whose `RateLimit-Policy`
+   * member then has no `w`); absent for a policy with a window (`w` = `windowSeconds`).
+   */
+  readonly quotaUnit?: string;
+
+  /**
+   * Evaluates the policy for `cost` at `nowUs`. If allowed and `write`, stores the new state; a
+   * denial writes nothing. The result is after consumption when allowed, the state now when
+   * denied. `cost === Infinity` (never a real request) takes the denial path: the state now.
+   * `lease` is the id an allowed request holds (0: none given) on a policy with `leases`.
+   */
+  evaluate(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, write: boolean, lease: number): PolicyResult;
+  /**
+   * Gives `cost` units back for a request charged at `chargedAtUs` (-1: the latest charge) whose
+   * mark (see {@link AlgorithmDefinition.mark}) was `markUs` (-1: the current one; 0: unknown),
+   * never more than the state holds and never letting any span admit more than it would have had
+   * the refunded request never been made. Returns whether the state changed.
+   */
+  refund(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, chargedAtUs: number, markUs: number): boolean;
+  /** Frees lease `lease` (a policy with `leases`); idempotent. Returns whether the state changed. */
+  release?(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, lease: number): boolean;
+  /**
+   * The mark of the charge just made (read right after an allowed write), which a refund of that
+   * charge needs to know how much of it the state still holds; absent for an algorithm whose
+   * refund needs none (its mark is 0).
+   */
+  mark?(policy: P, num: Float64Array, off: number): number;
+  /** A charge's mark once `units` of it were given back already (refunds in parts). */
+  refundedMark?(policy: P, mark: number, units: number): number;
+  /** When (µs) the state is empty again: its natural expiry; 0 if already empty. */
+  expiresAtUs(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number): number;
+
+  /**
+   * Appends the state's stored form (a list of safe integers, after the expiry a store keeps in
+   * front) to `out`; returns `false` when nothing live is left to store.
+   */
+  encode(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, out: number[]): boolean;
+  /**
+   * Reads a stored form (`value[1..]`, `value[0]` being the expiry) into the state; returns `false`
+   * (the state left empty) when it is malformed: losing state may only ever forget it.
+   */
+  decode(policy: P, value: readonly number[], num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number): boolean;
+}
+
+/** A policy's result, as every algorithm builds it. */
+export function result(
+  policy: PolicyCommon,
+  allowed: boolean,
+  remaining: number,
+  resetAt: number,
+  retryAfterMs: number,
+  delayMs: number,
+  refillAt: number,
+): PolicyResult {
+  return { policy: policy.name, allowed, limit: policy.limit, remaining, resetAt, retryAfterMs, delayMs, refillAt };
+}
+
+/** `encode`/`decode` of an algorithm whose state is its `width` numbers. */
+export function numericState(width: number): Pick<AlgorithmDefinition<PolicyCommon & { kind: string }>, "encode" | "decode"> {
+  return {
+    encode(_policy, num, off, _obj, _oOff, _nowUs, out) {
+      for (let j = 0; j < width; j++) out.push(num[off + j] as number);
+      return true;
+    },
+    decode(_policy, value, num, off) {
+      if (value.length !== 1 + width) return false;
+      for (let j = 0; j < width; j++) num[off + j] = value[1 + j] as number;
+      return true;
+    },
+  };
+}
+
+const NAME_RE = /^[!#$%&'*+\-./0-9:<>?@A-Z[\]^_`a-z|~]{1,128}$/;
+
+/** Whether `value` is a valid policy name (used in headers and keys). */
+export function isName(value: unknown): value is string {
+  return typeof value === "string" && NAME_RE.test(value);
+}
+
+/** Validates a policy name (used in headers and keys); `option` names it in the error. */
+export function validateName(value: unknown, option: string): string {
+  if (!isName(value)) {
+    throw new SluiceConfigError(
+      `${option} must be 1-128 visible ASCII characters without spaces, quotes, backslashes, commas, semicolons, "=", parentheses or braces; got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+export function requireObject(options: unknown, factory: string): asserts options is Record<string, unknown> {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new SluiceConfigError(`${factory}() needs an options object; got ${describe(options)}`);
+  }
+}
+
+export function positiveInt(value: unknown, option: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new SluiceConfigError(`${option} must be a positive safe integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+export function nonNegativeInt(value: unknown, option: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new SluiceConfigError(`${option} must be a non-negative safe integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** `ceil(a / b)` for non-negative safe integers, exactly. */
+export function ceilDiv(a: number, b: number): number {
+  const rem = a % b;
+  return (a - rem) / b + (rem === 0 ? 0 : 1);
+}
+
+/** Whether `x` is a safe integer of at least `min`. */
+export function isCount(x: unknown, min = 1): x is number {
+  return typeof x === "number" && Number.isSafeInteger(x) && x >= min;
+}
+
+/** Whether `x` is a valid duration in ms (a positive safe integer of at most 2^31-1). */
+export function isDurationMs(x: unknown): x is number {
+  return isCount(x) && x <= MAX_DURATION_MS;
+}

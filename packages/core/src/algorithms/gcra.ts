@@ -1,0 +1,117 @@
+/**
+ * The generic cell rate algorithm both buckets run on: one number per key, the theoretical
+ * arrival time (TAT, µs). A request of `cost` passes when `now >= TAT + cost × T − burst × T`
+ * (`T` the emission interval); with a queue, up to `queue × T` later still passes with a delay.
+ *
+ * @module
+ */
+import { SluiceConfigError } from "../errors.js";
+import type { PolicyResult } from "../types.js";
+import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isCount, numericState, result } from "./definition.js";
+
+/** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
+export const MAX_GCRA_SPAN_US = 2 ** 50;
+
+/** What a bucket policy holds for the GCRA. */
+export interface GcraPolicy extends PolicyCommon {
+  readonly kind: string;
+  readonly burst: number;
+  readonly queue: number;
+  /** The emission interval in µs. */
+  readonly emissionIntervalUs: number;
+}
+
+/** The emission interval (µs) of `amount` units per `spanMs`; throws when the bucket would take longer than 2^50 µs to drain. */
+export function gcraTiming(amount: number, spanMs: number, burst: number, queue: number, factory: string): number {
+  const emissionIntervalUs = Math.max(1, ceilDiv(spanMs * 1000, amount));
+  if ((burst + queue) * emissionIntervalUs > MAX_GCRA_SPAN_US) {
+    throw new SluiceConfigError(
+      `${factory}: the bucket would take longer than 2^50 µs (about 35 years) to drain; lower the burst/capacity or raise the rate`,
+    );
+  }
+  return emissionIntervalUs;
+}
+
+/** `ceil(count * spanMs / amount / 1000)`: the seconds an empty bucket takes to refill `count`. */
+export function ceilRatioSeconds(count: number, spanMs: number, amount: number): number {
+  const numerator = count * spanMs;
+  const denominator = amount * 1000;
+  if (Number.isSafeInteger(numerator) && Number.isSafeInteger(denominator)) return ceilDiv(numerator, denominator);
+  return Math.ceil(numerator / denominator);
+}
+
+/**
+ * When the next unit drips back. `credit` (µs) is `now - tat + burst × T` for the state after the
+ * request: a unit (a token, or a place in the queue) is added each time it reaches the next
+ * multiple of `T`; at `burst × T` the bucket is full and nothing more comes (`now`).
+ */
+function refillAt(nowUs: number, credit: number, full: number, T: number): number {
+  const nowMs = Math.floor(nowUs / 1000);
+  if (credit >= full) return nowMs;
+  return nowMs + Math.ceil(((Math.floor(credit / T) + 1) * T - credit) / 1000);
+}
+
+function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, write: boolean): PolicyResult {
+  const T = policy.emissionIntervalUs;
+  const burst = policy.burst;
+  const queue = policy.queue;
+  const stored = num[off] as number;
+  const tat = stored > nowUs ? stored : nowUs;
+  if (cost <= burst + queue) {
+    const newTat = tat + cost * T;
+    const diff = nowUs - (newTat - burst * T);
+    if (diff >= 0) {
+      if (write) num[off] = newTat;
+      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, refillAt(nowUs, diff, burst * T, T));
+    }
+    if (diff >= -queue * T) {
+      if (write) num[off] = newTat;
+      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), refillAt(nowUs, diff, burst * T, T));
+    }
+    const credit = nowUs - tat + burst * T;
+    const remaining = Math.max(0, Math.floor(credit / T));
+    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0, refillAt(nowUs, credit, burst * T, T));
+  }
+  const credit = nowUs - tat + burst * T;
+  const remaining = Math.max(0, Math.floor(credit / T));
+  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0, refillAt(nowUs, credit, burst * T, T));
+}
+
+/**
+ * A bucket gives back at most what the charge still weighs: `markUs` is its TAT right after the
+ * charge (-1: the current TAT, i.e. the latest charge; 0: unknown, nothing back), and the refund
+ * moves the TAT back by `min(cost × T, markUs − now, TAT − now)`. A charge whose effect the refill
+ * has erased (`markUs <= now`: the bucket has been full since, or would have been) refunds
+ * nothing. Why this is safe: the TAT without the charge is the larger of `TAT − cost × T` and the
+ * TAT of the later charges alone, which is at most `now + (TAT − markUs)`.
+ */
+function refund(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, _chargedAtUs: number, markUs: number): boolean {
+  const tat = num[off] as number;
+  const mark = markUs < 0 ? tat : markUs;
+  const back = Math.min(cost * policy.emissionIntervalUs, mark - nowUs, tat - nowUs);
+  if (back <= 0) return false;
+  num[off] = tat - back;
+  return true;
+}
+
+/** The parts of a bucket's definition that are the GCRA's: state, evaluation, refunds, marks. */
+export const gcraParts = {
+  numWidth: 1,
+  objWidth: 0,
+  leases: false,
+  isGcraValid: (p: Record<string, unknown>): boolean =>
+    isCount(p.emissionIntervalUs) &&
+    isCount(p.burst) &&
+    isCount(p.queue, 0) &&
+    p.limit === p.burst &&
+    (p.burst + p.queue) * p.emissionIntervalUs <= MAX_GCRA_SPAN_US,
+  maxCost: (p: GcraPolicy): number => p.burst + p.queue,
+  evaluate,
+  refund,
+  /** The TAT right after the charge. */
+  mark: (_p: GcraPolicy, num: Float64Array, off: number): number => num[off] as number,
+  /** Refunded units move the mark back by their emission intervals. */
+  refundedMark: (p: GcraPolicy, mark: number, units: number): number => (mark > 0 ? mark - units * p.emissionIntervalUs : mark),
+  expiresAtUs: (_p: GcraPolicy, num: Float64Array, off: number): number => num[off] as number,
+  ...numericState(1),
+} satisfies Partial<AlgorithmDefinition<GcraPolicy>> & Record<string, unknown>;

@@ -1,0 +1,151 @@
+/**
+ * Sliding log: an exact log of every admitted request's time and cost inside the window.
+ *
+ * State: one number, the sum of the stored entries' costs, and one object slot holding the entries
+ * as a flat list `[time (µs), cost, time, cost, ...]`, oldest first. Stored as
+ * `[time, cost, time, cost, ...]` (the sum is recomputed on read).
+ *
+ * @module
+ */
+import { type AlgorithmDefinition, isDurationMs, result } from "../definition.js";
+import { type WindowOptions, type WindowPolicy, windowPolicy } from "../window.js";
+
+/** An exact log of (time, cost) entries inside the window. */
+export interface SlidingLogPolicy extends WindowPolicy<"slidingLog"> {}
+
+/**
+ * Sliding log: an exact log of every admitted request's time and cost inside the last `window`.
+ * Exact, but keeps up to `limit` entries per key.
+ *
+ * @example
+ * ```ts
+ * const login = slidingLog({ limit: 5, window: "5m", name: "login" });
+ * ```
+ */
+export function slidingLog(options: WindowOptions): SlidingLogPolicy {
+  return windowPolicy("slidingLog", options);
+}
+
+export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
+  kind: "slidingLog",
+  code: "sl",
+  numWidth: 1,
+  objWidth: 1,
+  leases: false,
+  create: (options) => slidingLog(options as unknown as WindowOptions),
+  options: (p) => ({ limit: p.limit, window: p.windowMs }),
+  isValid: (p) => isDurationMs(p.windowMs),
+  maxCost: (p) => p.limit,
+
+  evaluate(policy, num, off, obj, oOff, nowUs, cost, write) {
+    const windowUs = policy.windowMs * 1000;
+    const limit = policy.limit;
+    const cutoff = nowUs - windowUs; // entries at or before the cutoff have left the window
+    const entries = obj[oOff] as number[] | undefined;
+    let sum = num[off] as number;
+    let start = 0;
+    const n = entries === undefined ? 0 : entries.length;
+    if (entries !== undefined) {
+      while (start < n && (entries[start] as number) <= cutoff) {
+        sum -= entries[start + 1] as number;
+        start += 2;
+      }
+    }
+    const nowMs = Math.floor(nowUs / 1000);
+    if (cost <= limit - sum) {
+      // the oldest entry still in the window after this request leaves first (this request's own, if none)
+      const oldest = start < n ? ((entries as number[])[start] as number) : nowUs;
+      if (write) {
+        if (entries === undefined || start === n) {
+          // a fresh, exactly sized array (an empty one that grows reserves room for ~19 numbers)
+          obj[oOff] = [nowUs, cost];
+        } else {
+          if (start > 0) {
+            // drop the entries that left the window without allocating (splice would return them)
+            entries.copyWithin(0, start);
+            entries.length = n - start;
+          }
+          const len = entries.length;
+          if (entries[len - 2] === nowUs) entries[len - 1] = (entries[len - 1] as number) + cost;
+          else entries.push(nowUs, cost);
+        }
+        num[off] = sum + cost;
+      }
+      return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0, nowMs + Math.ceil((oldest + windowUs - nowUs) / 1000));
+    }
+    const newest = start < n ? ((entries as number[])[n - 2] as number) : undefined;
+    const resetAt = Math.ceil((newest === undefined ? nowUs : newest + windowUs) / 1000);
+    let retryAfterMs = Infinity;
+    if (cost <= limit) {
+      // the oldest entries must leave until sum + cost <= limit; entry t leaves at t + window
+      const need = sum + cost - limit;
+      let freed = 0;
+      for (let i = start; i < n; i += 2) {
+        freed += (entries as number[])[i + 1] as number;
+        if (freed >= need) {
+          retryAfterMs = Math.ceil((((entries as number[])[i] as number) + windowUs - nowUs) / 1000);
+          break;
+        }
+      }
+    }
+    const refillAt = start < n ? nowMs + Math.ceil((((entries as number[])[start] as number) + windowUs - nowUs) / 1000) : nowMs;
+    return result(policy, false, limit - sum, resetAt, retryAfterMs, 0, refillAt);
+  },
+
+  /** From that request's entry (the newest entries first; the latest charge's when `chargedAtUs` is -1). */
+  refund(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs) {
+    const entries = obj[oOff] as number[] | undefined;
+    if (entries === undefined) return false;
+    const cutoff = nowUs - policy.windowMs * 1000;
+    const atMs = chargedAtUs < 0 ? -1 : Math.floor(chargedAtUs / 1000);
+    let left = cost;
+    let changed = false;
+    for (let i = entries.length - 2; i >= 0 && left > 0; i -= 2) {
+      const time = entries[i] as number;
+      if (time <= cutoff) break;
+      if (atMs >= 0 && Math.floor(time / 1000) !== atMs) continue;
+      const take = Math.min(left, entries[i + 1] as number);
+      entries[i + 1] = (entries[i + 1] as number) - take;
+      num[off] = (num[off] as number) - take;
+      left -= take;
+      changed = true;
+    }
+    if (!changed) return false;
+    // drop the emptied entries, keeping the order
+    let w = 0;
+    for (let r = 0; r < entries.length; r += 2) {
+      if ((entries[r + 1] as number) > 0) {
+        entries[w] = entries[r] as number;
+        entries[w + 1] = entries[r + 1] as number;
+        w += 2;
+      }
+    }
+    entries.length = w;
+    if (w === 0) obj[oOff] = undefined;
+    return true;
+  },
+
+  expiresAtUs(policy, _num, _off, obj, oOff) {
+    const entries = obj[oOff] as number[] | undefined;
+    return entries === undefined || entries.length === 0 ? 0 : (entries[entries.length - 2] as number) + policy.windowMs * 1000;
+  },
+
+  encode(_policy, _num, _off, obj, oOff, _nowUs, out) {
+    for (const x of obj[oOff] as number[]) out.push(x);
+    return true;
+  },
+
+  decode(_policy, value, num, off, obj, oOff) {
+    // [expires, time, cost, time, cost, ...], oldest first: the sum is always recomputed
+    if (value.length % 2 !== 1 || value.length === 1) return false;
+    let sum = 0;
+    for (let j = 1; j < value.length; j += 2) {
+      const cost = value[j + 1] as number;
+      if (cost <= 0 || (j > 1 && (value[j] as number) <= (value[j - 2] as number))) return false;
+      sum += cost;
+    }
+    num[off] = sum;
+    obj[oOff] = value.slice(1);
+    return true;
+  },
+};

@@ -1,0 +1,35 @@
+/**
+ * What the three window algorithms share: their options and their factory's parsing.
+ *
+ * @module
+ */
+import { type Duration, formatMs, toMs } from "../duration.js";
+import { type PolicyCommon, ceilDiv, positiveInt, requireObject, validateName } from "./definition.js";
+import { type BlockOption, blockOf } from "./penalty-box.js";
+
+/** Options of the three window algorithms. */
+export interface WindowOptions {
+  /** Requests (cost units) allowed per window: a positive safe integer. */
+  limit: number;
+  /** The window: milliseconds or a string like `"1m"`; at most 2^31-1 ms. */
+  window: Duration;
+  /** Name for headers and keys. Default `"<limit>-per-<window>"`, e.g. `"100-per-1m"`. */
+  name?: string;
+  /** Penalty box: when this policy denies, block the key for this long (see {@link BlockOption}). */
+  block?: BlockOption;
+}
+
+/** A policy of a window algorithm: `limit` units per `windowMs`. */
+export interface WindowPolicy<K extends string> extends PolicyCommon {
+  readonly kind: K;
+  readonly windowMs: number;
+}
+
+/** Parses the options of a window algorithm named `kind`. */
+export function windowPolicy<K extends string>(kind: K, options: unknown): WindowPolicy<K> {
+  requireObject(options, kind);
+  const limit = positiveInt(options.limit, `${kind}: limit`);
+  const windowMs = toMs(options.window, `${kind}: window`);
+  const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, `${kind}: name`);
+  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block, kind) });
+}
