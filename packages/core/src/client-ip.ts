@@ -30,11 +30,14 @@ export interface ClientIpOptions {
  */
 export const UNKNOWN_CLIENT_KEY = "unknown";
 
-/** Validates `trust` and `ipv6Subnet`; throws `SluiceConfigError` naming the option. */
-export function validateClientIpOptions(options: ClientIpOptions | undefined, where = "clientIp"): void {
+/**
+ * Validates `trust` and `ipv6Subnet`; throws `SluiceConfigError` whose `option` is `"trust"`,
+ * `"ipv6Subnet"`, or `"options"` when `options` is not an object.
+ */
+export function validateClientIpOptions(options: ClientIpOptions | undefined): void {
   if (options === undefined) return;
   if (typeof options !== "object" || options === null) {
-    throw new SluiceConfigError(`${where}: options must be an object like { trust, ipv6Subnet }; got ${describe(options)}`);
+    throw new SluiceConfigError(`options must be an object like { trust, ipv6Subnet }; got ${describe(options)}`, { option: "options" });
   }
   const { trust, ipv6Subnet } = options;
   if (
@@ -43,12 +46,12 @@ export function validateClientIpOptions(options: ClientIpOptions | undefined, wh
     trust !== "vercel" &&
     !(typeof trust === "number" && Number.isSafeInteger(trust) && trust > 0)
   ) {
-    throw new SluiceConfigError(
-      `${where}: trust must be "cloudflare", "vercel" or a positive integer count of trusted proxies; got ${describe(trust)}`,
-    );
+    throw new SluiceConfigError(`trust must be "cloudflare", "vercel" or a positive integer count of trusted proxies; got ${describe(trust)}`, {
+      option: "trust",
+    });
   }
   if (ipv6Subnet !== undefined && !(typeof ipv6Subnet === "number" && Number.isInteger(ipv6Subnet) && ipv6Subnet >= 1 && ipv6Subnet <= 128)) {
-    throw new SluiceConfigError(`${where}: ipv6Subnet must be an integer from 1 to 128; got ${describe(ipv6Subnet)}`);
+    throw new SluiceConfigError(`ipv6Subnet must be an integer from 1 to 128; got ${describe(ipv6Subnet)}`, { option: "ipv6Subnet" });
   }
 }
 
@@ -96,7 +99,7 @@ export function clientIp(request: Request, options: ClientIpOptions = {}): strin
  * ```
  */
 export function normalizeIp(address: string, options: Pick<ClientIpOptions, "ipv6Subnet"> = {}): string | undefined {
-  validateClientIpOptions(options, "normalizeIp");
+  validateClientIpOptions(options);
   return normalize(address, options.ipv6Subnet ?? 64);
 }
 

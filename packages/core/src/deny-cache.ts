@@ -110,28 +110,29 @@ export function monotonicClock(): () => number {
 }
 
 /**
- * Validates the `denyCache` option (a `SluiceConfigError` naming it, prefixed with `where` if
- * given). Returns `undefined` when the cache is off.
+ * Validates the `denyCache` option (a `SluiceConfigError` whose `option` is `"denyCache"` or
+ * `"denyCache.<field>"`). Returns `undefined` when the cache is off.
  */
-export function resolveDenyCache(option: unknown, onByDefault: boolean, where?: string): Required<DenyCacheOptions> | undefined {
-  const at = where === undefined ? "" : `${where}: `;
+export function resolveDenyCache(option: unknown, onByDefault: boolean): Required<DenyCacheOptions> | undefined {
   if (option === false) return undefined;
   if (option === undefined || option === true) {
     return option === true || onByDefault ? { maxKeys: DEFAULT_DENY_CACHE_MAX_KEYS, clock: monotonicClock() } : undefined;
   }
   if (typeof option !== "object" || option === null || Array.isArray(option)) {
-    throw new SluiceConfigError(`${at}denyCache must be true, false or { maxKeys?, clock? }; got ${describe(option)}`);
+    throw new SluiceConfigError(`denyCache must be true, false or { maxKeys?, clock? }; got ${describe(option)}`, { option: "denyCache" });
   }
   const { maxKeys = DEFAULT_DENY_CACHE_MAX_KEYS, clock } = option as DenyCacheOptions;
   if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
-    throw new SluiceConfigError(`${at}denyCache.maxKeys must be a positive integer; got ${describe(maxKeys)}`);
+    throw new SluiceConfigError(`denyCache.maxKeys must be a positive integer; got ${describe(maxKeys)}`, { option: "denyCache.maxKeys" });
   }
   if (clock !== undefined && typeof clock !== "function") {
-    throw new SluiceConfigError(`${at}denyCache.clock must be a function returning monotonic milliseconds; got ${describe(clock)}`);
+    throw new SluiceConfigError(`denyCache.clock must be a function returning monotonic milliseconds; got ${describe(clock)}`, {
+      option: "denyCache.clock",
+    });
   }
   for (const name of Object.keys(option)) {
     if (name !== "maxKeys" && name !== "clock") {
-      throw new SluiceConfigError(`${at}denyCache takes maxKeys and clock; got an option ${describe(name)}`);
+      throw new SluiceConfigError(`denyCache.${name} is not an option: denyCache takes maxKeys and clock`, { option: `denyCache.${name}` });
     }
   }
   return { maxKeys, clock: clock ?? monotonicClock() };

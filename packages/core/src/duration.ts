@@ -12,7 +12,8 @@ const DURATION_RE = /^(\d+)(ms|s|m|h|d)$/;
 export const MAX_DURATION_MS = 2 ** 31 - 1;
 
 /**
- * Parses a duration to whole milliseconds, validating it for the option `option`.
+ * Parses a duration to whole milliseconds, validating it for the option `option` (a path such as
+ * `"window"` or `"block.base"`: the {@link SluiceConfigError} carries it as its `option`).
  * Accepts a positive integer number of milliseconds or a string `"<integer><ms|s|m|h|d>"`.
  *
  * @example
@@ -30,19 +31,21 @@ export function toMs(value: unknown, option: string): number {
     if (!match) {
       throw new SluiceConfigError(
         `${option} must be a duration: a positive integer of milliseconds or a string like "500ms", "10s", "1m", "1h", "1d"; got ${describe(value)}`,
+        { option },
       );
     }
     ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit];
   } else {
     throw new SluiceConfigError(
       `${option} must be a duration (milliseconds or a string like "10s", "1m"); got ${describe(value)}`,
+      { option },
     );
   }
   if (!Number.isSafeInteger(ms) || ms <= 0) {
-    throw new SluiceConfigError(`${option} must be a positive whole number of milliseconds; got ${describe(value)}`);
+    throw new SluiceConfigError(`${option} must be a positive whole number of milliseconds; got ${describe(value)}`, { option });
   }
   if (ms > MAX_DURATION_MS) {
-    throw new SluiceConfigError(`${option} must be at most ${MAX_DURATION_MS} ms (about 24.8 days); got ${describe(value)}`);
+    throw new SluiceConfigError(`${option} must be at most ${MAX_DURATION_MS} ms (about 24.8 days); got ${describe(value)}`, { option });
   }
   return ms;
 }

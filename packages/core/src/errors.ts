@@ -219,6 +219,15 @@ export function describe(value: unknown): string {
 }
 
 /**
+ * `message` under a package tag: `tagged("redis", "clock must be …")` is
+ * `"[sluice] [redis] clock must be …"`; without a tag (core) the message is left as it is (the
+ * error classes put `[sluice] ` in front).
+ */
+export function tagged(tag: string | undefined, message: string): string {
+  return tag === undefined || tag === "" ? message : `[sluice] [${tag}] ${message}`;
+}
+
+/**
  * Joins an option path: `joinOption("limits[1]", "window")` is `"limits[1].window"`,
  * `joinOption("policies", "[0]")` is `"policies[0]"`, and an empty parent leaves the child.
  */

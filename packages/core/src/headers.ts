@@ -140,10 +140,12 @@ export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
   if (option === undefined) return DEFAULT_HEADER_STYLES;
   if (option === false) return [];
   const list = Array.isArray(option) ? option : [option];
-  for (const style of list) {
+  for (const [i, style] of list.entries()) {
     if (typeof style !== "string" || !Object.hasOwn(HEADER_FORMATTERS, style)) {
+      const path = Array.isArray(option) ? `headers[${i}]` : "headers";
       throw new SluiceConfigError(
-        `headers must be ${STYLE_NAMES.map((s) => `"${s}"`).join(", ")}, a list of them, or false; got ${describe(style)}`,
+        `${path} must be ${STYLE_NAMES.map((s) => `"${s}"`).join(", ")}${path === "headers" ? ", a list of them, or false" : ""}; got ${describe(style)}`,
+        { option: path },
       );
     }
   }
@@ -156,7 +158,7 @@ export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
       const b = ordered[j] as HeaderStyle;
       const shared = HEADER_FORMATTERS[a].fields.find((f) => HEADER_FORMATTERS[b].fields.includes(f));
       if (shared !== undefined) {
-        throw new SluiceConfigError(`headers: "${a}" and "${b}" both write the ${shared} header; choose one`);
+        throw new SluiceConfigError(`headers must not hold both "${a}" and "${b}", which both write the ${shared} header; choose one`, { option: "headers" });
       }
     }
   }
@@ -232,7 +234,7 @@ export function resolvePartitionKey(option: unknown): string | undefined {
   if (typeof option === "object" && option !== null && typeof (option as { salt?: unknown }).salt === "string") {
     return (option as { salt: string }).salt;
   }
-  throw new SluiceConfigError(`partitionKey must be true, false or { salt: string }; got ${describe(option)}`);
+  throw new SluiceConfigError(`partitionKey must be true, false or { salt: string }; got ${describe(option)}`, { option: "partitionKey" });
 }
 
 /** Whether a header value is an IETF list of policies (`"name";…`), not a draft-7 `limit=…` value. */

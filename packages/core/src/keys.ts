@@ -12,7 +12,7 @@
  * @module
  */
 import { ALGORITHMS, type Policy, isPolicy, validateName } from "./algorithms/index.js";
-import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
+import { SluiceConfigError, SluiceInputError, describe, nestOptionError, tagged } from "./errors.js";
 import type { StoreNamespace } from "./types.js";
 
 /** The longest key a limiter accepts, in UTF-16 code units (the same on every store). */
@@ -73,20 +73,22 @@ export function policyField(policy: Pick<Policy, "name" | "kind">): string {
 }
 
 /**
- * Throws {@link SluiceInputError} unless `key` is a non-empty, well-formed string (no lone
- * surrogates: Redis, HTTP and the Durable Object all carry UTF-8, which cannot encode them) of at
- * most {@link MAX_KEY_LENGTH} UTF-16 code units.
+ * Throws {@link SluiceInputError} (`option: "key"`) unless `key` is a non-empty, well-formed string
+ * (no lone surrogates: Redis, HTTP and the Durable Object all carry UTF-8, which cannot encode them)
+ * of at most {@link MAX_KEY_LENGTH} UTF-16 code units. `tag` is the package whose message it is
+ * (`"cloudflare"`), none for core.
  */
-export function assertKey(key: unknown): asserts key is string {
+export function assertKey(key: unknown, tag?: string): asserts key is string {
   if (typeof key !== "string" || key.length === 0) {
-    throw new SluiceInputError(`key must be a non-empty string; got ${describe(key)}`);
+    throw new SluiceInputError(tagged(tag, `key must be a non-empty string; got ${describe(key)}`), { option: "key" });
   }
   if (key.length > MAX_KEY_LENGTH) {
-    throw new SluiceInputError(`key must be at most ${MAX_KEY_LENGTH} characters; got ${key.length}`);
+    throw new SluiceInputError(tagged(tag, `key must be at most ${MAX_KEY_LENGTH} characters; got ${key.length}`), { option: "key" });
   }
   if (!wellFormed(key)) {
     throw new SluiceInputError(
-      `key must be a well-formed string: it contains a lone surrogate (stores carry UTF-8, which cannot encode it); got ${JSON.stringify(key)}`,
+      tagged(tag, `key must be a well-formed string without lone surrogates (stores carry UTF-8, which cannot encode them); got ${JSON.stringify(key)}`),
+      { option: "key" },
     );
   }
 }
@@ -97,23 +99,37 @@ export function validateTier(value: unknown, option: string): string {
 }
 
 /**
- * Validates a list of policies: 1 to {@link MAX_POLICIES} policies made by the factories, with
- * distinct names. Throws {@link SluiceConfigError} naming `where` and `option` otherwise.
+ * Validates a list of policies (or one policy, which stands for a list of one): 1 to
+ * {@link MAX_POLICIES} policies made by the factories, with distinct names. Throws
+ * {@link SluiceConfigError} otherwise, whose `option` is `option` (the list: `"limits"`), or the
+ * policy in it (`"limits[1]"`, `"limits[1].name"`). `tag` is the package whose message it is
+ * (`"redis"`), none for core.
  */
-export function validatePolicies(list: readonly unknown[], where: string, option: string): readonly Policy[] {
-  if (list.length === 0) throw new SluiceConfigError(`${where}: ${option} must name at least one policy; got an empty array`);
+export function validatePolicies(value: unknown, option: string, tag?: string): readonly Policy[] {
+  if (!Array.isArray(value) && !isPolicy(value)) {
+    throw new SluiceConfigError(tagged(tag, `${option} must be a policy or a list of policies; got ${describe(value)}`), { option });
+  }
+  const list: readonly unknown[] = Array.isArray(value) ? value : [value];
+  if (list.length === 0) throw new SluiceConfigError(tagged(tag, `${option} must hold at least one policy; got an empty array`), { option });
   if (list.length > MAX_POLICIES) {
-    throw new SluiceConfigError(`${where}: ${option} takes at most ${MAX_POLICIES} policies (the same on every store); got ${list.length}`);
+    throw new SluiceConfigError(tagged(tag, `${option} must hold at most ${MAX_POLICIES} policies (the same on every store); got ${list.length}`), { option });
   }
   const names = new Set<string>();
   for (const [i, policy] of list.entries()) {
     if (!isPolicy(policy)) {
       throw new SluiceConfigError(
-        `${where}: ${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket(), leakyBucket() or concurrency(); got ${describe(policy)}`,
+        tagged(
+          tag,
+          `${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket(), leakyBucket() or concurrency(); got ${describe(policy)}`,
+        ),
+        { option: `${option}[${i}]` },
       );
     }
     if (names.has(policy.name)) {
-      throw new SluiceConfigError(`${where}: two ${option} are named ${describe(policy.name)}; give one a distinct name option`);
+      throw new SluiceConfigError(
+        tagged(tag, `${option}[${i}].name must differ from the other policies' names (give one a distinct name option); got ${describe(policy.name)} twice`),
+        { option: `${option}[${i}].name` },
+      );
     }
     names.add(policy.name);
   }
@@ -123,32 +139,39 @@ export function validatePolicies(list: readonly unknown[], where: string, option
 /**
  * What every store's `bind()` checks, synchronously, so a store used without a `RateLimiter` refuses
  * what a `RateLimiter` would: a valid prefix, a valid tier or none, and 1 to {@link MAX_POLICIES}
- * valid policies with distinct names. Throws {@link SluiceConfigError}; `where` names the caller.
+ * valid policies with distinct names. Throws {@link SluiceConfigError} whose `option` is the
+ * namespace's field (`"namespace"` for the whole, `"prefix"`, `"tier"`, `"policies[1]"`); `tag` is
+ * your store's package, written in the message: `[sluice] [my-store] policies must …`.
  *
  * @example
  * ```ts
  * bind(namespace: StoreNamespace): BoundStore {
- *   assertNamespace(namespace, "[sluice] [my-store] MyStore.bind");
+ *   assertNamespace(namespace, "my-store");
  *   // ...
  * }
  * ```
  */
-export function assertNamespace(namespace: StoreNamespace, where: string): void {
+export function assertNamespace(namespace: StoreNamespace, tag?: string): void {
   if (typeof namespace !== "object" || namespace === null) {
-    throw new SluiceConfigError(`${where}: the namespace must be an object { prefix, tier?, policies }; got ${describe(namespace)}`);
+    throw new SluiceConfigError(tagged(tag, `namespace must be an object { prefix, tier?, policies }; got ${describe(namespace)}`), { option: "namespace" });
   }
-  assertPrefixAndTier(namespace, where);
+  assertPrefixAndTier(namespace, tag);
   if (!Array.isArray(namespace.policies)) {
-    throw new SluiceConfigError(`${where}: policies must be a list of policies; got ${describe(namespace.policies)}`);
+    throw new SluiceConfigError(tagged(tag, `policies must be a list of policies; got ${describe(namespace.policies)}`), { option: "policies" });
   }
-  validatePolicies(namespace.policies, where, "policies");
+  validatePolicies(namespace.policies, "policies", tag);
 }
 
 /**
  * The first half of {@link assertNamespace}: a valid prefix, and a valid tier or none. For calls
- * that carry no policies (a reset). Throws {@link SluiceConfigError}.
+ * that carry no policies (a reset). Throws {@link SluiceConfigError} (`option` `"prefix"` or
+ * `"tier"`); `tag` as for {@link assertNamespace}.
  */
-export function assertPrefixAndTier(namespace: { readonly prefix: string; readonly tier?: string | undefined }, where: string): void {
-  validateName(namespace.prefix, `${where}: prefix`);
-  if (namespace.tier !== undefined) validateTier(namespace.tier, `${where}: tier`);
+export function assertPrefixAndTier(namespace: { readonly prefix: string; readonly tier?: string | undefined }, tag?: string): void {
+  try {
+    validateName(namespace.prefix, "prefix");
+    if (namespace.tier !== undefined) validateTier(namespace.tier, "tier");
+  } catch (error) {
+    throw nestOptionError(error, "", tag);
+  }
 }

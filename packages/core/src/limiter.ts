@@ -165,7 +165,7 @@ function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
 function costOf(options: LimitOptions | undefined): number {
   if (options === undefined) return 1;
   if (typeof options !== "object" || options === null) {
-    throw new SluiceInputError(`limit() options must be an object like { cost: 1 }; got ${describe(options)}`);
+    throw new SluiceInputError(`options must be an object like { cost: 1 }; got ${describe(options)}`, { option: "options" });
   }
   const cost = options.cost;
   if (cost === undefined) return 1;
@@ -175,7 +175,7 @@ function costOf(options: LimitOptions | undefined): number {
 /** A cost (units) as given: a positive safe integer, else {@link SluiceInputError}. */
 function checkCost(cost: unknown): number {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`, { option: "cost" });
   }
   return cost;
 }
@@ -276,15 +276,15 @@ export class RateLimiter {
 
   constructor(options: RateLimiterOptions) {
     if (typeof options !== "object" || options === null) {
-      throw new SluiceConfigError(`RateLimiter needs an options object with limits; got ${describe(options)}`);
+      throw new SluiceConfigError(`options must be an object with limits; got ${describe(options)}`, { option: "options" });
     }
     // 1 to MAX_POLICIES policies, the same limit on every store
-    const limits = validatePolicies(Array.isArray(options.limits) ? options.limits : [options.limits], "RateLimiter", "limits");
-    const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "RateLimiter: prefix");
+    const limits = validatePolicies(options.limits, "limits");
+    const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "prefix");
     // an option set to null is refused like any other wrong value (only undefined means the default)
     const onStoreError = options.onStoreError === undefined ? "fallback" : options.onStoreError;
     if (onStoreError !== "fallback" && onStoreError !== "allow" && onStoreError !== "deny") {
-      throw new SluiceConfigError(`RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`);
+      throw new SluiceConfigError(`onStoreError must be "fallback", "allow" or "deny"; got ${describe(onStoreError)}`, { option: "onStoreError" });
     }
     const timeoutMs = options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : options.timeoutMs;
     if (
@@ -293,15 +293,16 @@ export class RateLimiter {
     ) {
       // above 2^31-1 ms, setTimeout fires at once: every store call would time out
       throw new SluiceConfigError(
-        `RateLimiter: timeoutMs must be a positive integer of milliseconds, at most ${MAX_DURATION_MS}, or false; got ${describe(timeoutMs)}`,
+        `timeoutMs must be a positive integer of milliseconds, at most ${MAX_DURATION_MS}, or false; got ${describe(timeoutMs)}`,
+        { option: "timeoutMs" },
       );
     }
     const store = options.store ?? new MemoryStore();
     if (typeof (store as Partial<Store>).bind !== "function") {
-      throw new SluiceConfigError(`RateLimiter: store must implement bind(namespace); got ${describe(store)}`);
+      throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`, { option: "store" });
     }
     if (options.onStoreFailure !== undefined && typeof options.onStoreFailure !== "function") {
-      throw new SluiceConfigError(`RateLimiter: onStoreFailure must be a function; got ${describe(options.onStoreFailure)}`);
+      throw new SluiceConfigError(`onStoreFailure must be a function; got ${describe(options.onStoreFailure)}`, { option: "onStoreFailure" });
     }
     this.policies = Object.freeze([...limits]);
     this.prefix = prefix;
@@ -309,15 +310,15 @@ export class RateLimiter {
     this.onStoreError = onStoreError;
     this.timeoutMs = timeoutMs;
     this.#patient = options.timeoutMs === undefined;
-    this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "RateLimiter: tier");
+    this.tier = options.tier === undefined ? undefined : validateTier(options.tier, "tier");
     this.#onStoreFailure = options.onStoreFailure;
     const mode = options.mode === undefined ? "enforce" : options.mode;
     if (mode !== "enforce" && mode !== "dry-run") {
-      throw new SluiceConfigError(`RateLimiter: mode must be "enforce" or "dry-run"; got ${describe(mode)}`);
+      throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(mode)}`, { option: "mode" });
     }
     this.mode = mode;
     // on by default for stores that answer over the network; MemoryStore answers in place
-    const denyCache = resolveDenyCache(options.denyCache, !(store instanceof MemoryStore), "RateLimiter");
+    const denyCache = resolveDenyCache(options.denyCache, !(store instanceof MemoryStore));
     // with a penalty box, a cached denial's retryAfterMs must be exact: only the denied cost is answered
     const exactCost = this.policies.some((p) => p.block !== undefined);
     this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision, exactCost);
@@ -485,16 +486,16 @@ export class RateLimiter {
   async refund(key: string, options?: RefundOptions): Promise<Decision> {
     assertKey(key);
     if (options !== undefined && (typeof options !== "object" || options === null)) {
-      throw new SluiceInputError(`refund() options must be an object like { decision } or { cost: 1 }; got ${describe(options)}`);
+      throw new SluiceInputError(`options must be an object like { decision } or { cost: 1 }; got ${describe(options)}`, { option: "options" });
     }
     const decision = options?.decision;
     const cost = options?.cost === undefined ? undefined : checkCost(options.cost);
     if (decision === undefined) return this.#refund(key, cost ?? 1, undefined);
     if (typeof decision !== "object" || decision === null) {
-      throw new SluiceInputError(`refund: decision must be a Decision returned by limit(); got ${describe(decision)}`);
+      throw new SluiceInputError(`decision must be a Decision returned by limit(); got ${describe(decision)}`, { option: "decision" });
     }
     const foreign = StoreDecision.foreign(decision, this.#owner, key);
-    if (foreign !== undefined) throw new SluiceInputError(foreign);
+    if (foreign !== undefined) throw new SluiceInputError(foreign, { option: "decision" });
     return StoreDecision.serially(decision, async () => {
       const { units, charge } = StoreDecision.refundable(decision, cost ?? Number.MAX_SAFE_INTEGER, this.policies);
       if (units === 0) return this.peek(key);
@@ -560,13 +561,17 @@ export class RateLimiter {
     let text: unknown = lease;
     if (typeof lease === "object" && lease !== null) {
       if (typeof lease.now !== "number") {
-        throw new SluiceInputError(`release: lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(lease)}`);
+        throw new SluiceInputError(`lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(lease)}`, {
+          option: "lease",
+        });
       }
       text = lease.lease;
       if (text === undefined) return this.peek(key);
     }
     if (typeof text !== "string" || !LEASE_TEXT.test(text) || !Number.isSafeInteger(Number(text))) {
-      throw new SluiceInputError(`release: lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(text)}`);
+      throw new SluiceInputError(`lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(text)}`, {
+        option: "lease",
+      });
     }
     if (!this.#concurrent) return this.peek(key);
     const id = Number(text);

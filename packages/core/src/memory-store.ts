@@ -281,14 +281,14 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions = {}) {
     if (typeof options !== "object" || options === null) {
-      throw new SluiceConfigError(`MemoryStore options must be an object; got ${describe(options)}`);
+      throw new SluiceConfigError(`options must be an object like { maxKeys, clock }; got ${describe(options)}`, { option: "options" });
     }
     const { maxKeys = 100_000, clock = Date.now } = options;
     if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 31 - 1) {
-      throw new SluiceConfigError(`MemoryStore: maxKeys must be a positive integer below 2^31; got ${describe(maxKeys)}`);
+      throw new SluiceConfigError(`maxKeys must be a positive integer below 2^31; got ${describe(maxKeys)}`, { option: "maxKeys" });
     }
     if (typeof clock !== "function") {
-      throw new SluiceConfigError(`MemoryStore: clock must be a function returning epoch milliseconds; got ${describe(clock)}`);
+      throw new SluiceConfigError(`clock must be a function returning epoch milliseconds; got ${describe(clock)}`, { option: "clock" });
     }
     this.maxKeys = maxKeys;
     this.clock = clock;
@@ -310,7 +310,7 @@ export class MemoryStore implements Store {
    * share their keys' state; any other namespace has its own.
    */
   bind(namespace: StoreNamespace): BoundStore {
-    assertNamespace(namespace, "MemoryStore.bind");
+    assertNamespace(namespace);
     const layout = layoutOf(namespace.policies);
     // a penalty box adds numbers to a key's record: a namespace with one never shares a table with one without
     const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map((p) => (p.block === undefined ? policyField(p) : `${policyField(p)}|block`)).join("\u0000")}`;

@@ -235,10 +235,10 @@ export function decideState(
   lease = 0,
 ): StateDecision {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`, { option: "cost" });
   }
   if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease < 0) {
-    throw new SluiceInputError(`lease must be a non-negative safe integer; got ${describe(lease)}`);
+    throw new SluiceInputError(`lease must be a non-negative safe integer; got ${describe(lease)}`, { option: "lease" });
   }
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
@@ -326,7 +326,7 @@ export function refundState(
   charge: RefundCharge | undefined,
 ): StateDecision {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`);
+    throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`, { option: "cost" });
   }
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
@@ -354,7 +354,7 @@ const NO_MARKS: readonly number[] = Object.freeze([]);
  */
 export function releaseState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, lease: number): StateDecision {
   if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease <= 0) {
-    throw new SluiceInputError(`lease must be a positive safe integer; got ${describe(lease)}`);
+    throw new SluiceInputError(`lease must be a positive safe integer; got ${describe(lease)}`, { option: "lease" });
   }
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);

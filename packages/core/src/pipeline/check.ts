@@ -7,7 +7,7 @@
  * @module
  */
 import { toDecision } from "../decision.js";
-import { SluiceConfigError, SluiceInputError, describe } from "../errors.js";
+import { SluiceConfigError, SluiceInputError, describe, tagged } from "../errors.js";
 import { type HeaderWriter, compileRateLimitHeaders, mergeRateLimitHeaders, partitionKeyOf } from "../headers.js";
 import { storageKey } from "../keys.js";
 import { type LimitOptions, type RateLimiter, limitNow } from "../limiter.js";
@@ -37,7 +37,7 @@ export const OUTCOME_ARGS = new WeakMap<Outcome, unknown[]>();
 /** The limit options of what a `cost` function answered. */
 function costOptions(units: number): LimitOptions {
   // `{ cost: undefined }` would mean the default, 1: a cost function must answer a number
-  if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined");
+  if (units === undefined) throw new SluiceInputError("cost must be a positive safe integer; got undefined", { option: "cost" });
   return { cost: units };
 }
 
@@ -132,7 +132,6 @@ export interface Checker<Args extends unknown[]> {
 
 /** Builds the check chain over validated options. */
 export function createChecker<Args extends unknown[]>(config: Config<Args>, platform: Platform<Args>): Checker<Args> {
-  const { where } = platform;
   const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision, countWhen } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
   const outerHeaders = platform.outerHeaders;
@@ -218,7 +217,9 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
     if (decision.allowed) return outcomeWith(args, key, target, decision, headers, undefined);
     if (onLimited === undefined) return outcomeWith(args, key, target, decision, headers, limitedResponse(decision, headers));
     return Promise.resolve(onLimited(...args, decision)).then((own: unknown) => {
-      if (!isResponse(own)) throw new SluiceConfigError(`${where}: onLimited must return a Response; got ${describe(own)}`);
+      if (!isResponse(own)) {
+        throw new SluiceConfigError(tagged(platform.tag, `onLimited must return a Response; got ${describe(own)}`), { option: "onLimited" });
+      }
       return outcomeWith(args, key, target, decision, headers, addRateLimitHeaders(own, headers));
     });
   }

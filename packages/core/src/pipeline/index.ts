@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { describe } from "../errors.js";
+import { SluiceInputError, describe, tagged } from "../errors.js";
 import type { RateLimiter } from "../limiter.js";
 import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
@@ -45,12 +45,15 @@ export const describeValue: (value: unknown) => string = describe;
 
 /**
  * Builds an adapter's request pipeline. Every option is validated now, synchronously:
- * misconfiguration throws `SluiceConfigError` naming the option, prefixed with `platform.where`.
+ * misconfiguration throws `SluiceConfigError` whose `option` names the option, its message tagged
+ * with `platform.tag`. A handler's answer that is not a `Response` is a `SluiceInputError`
+ * (`option: "response"`) at that request.
  *
  * @example A framework whose handlers get `(request, env, ctx)`
  * ```ts
  * const pipeline = createPipeline<[request: Request, env: Env, ctx: ExecutionContext]>(options, {
  *   where: "withRateLimit",
+ *   tag: "my-workers",
  *   params: "request, env, ctx",
  *   request: (request) => request,
  *   waitUntil: (_request, _env, ctx) => (promise) => ctx.waitUntil(promise),
@@ -59,7 +62,7 @@ export const describeValue: (value: unknown) => string = describe;
  * ```
  */
 export function createPipeline<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Pipeline<Args> {
-  const { where } = platform;
+  const { tag } = platform;
   const config = validate(options, platform);
   const { countWhen } = config;
   const { check, checkNow } = createChecker(config, platform);
@@ -73,7 +76,8 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
 
   function finish(outcome: Outcome, response: Response, headersWritten = false): MaybePromise<Response> {
     if (!isResponse(response)) {
-      throw new TypeError(`[sluice] ${where}: the handler must return a Response; got ${describe(response)}`);
+      // what the handler answered (an adapter), or what the caller of finish() passed
+      throw new SluiceInputError(tagged(tag, `response must be a Response (what the handler returns); got ${describe(response)}`), { option: "response" });
     }
     const out = headersWritten || outcome.headers.length === 0 ? response : addRateLimitHeaders(response, outcome.headers);
     const { decision, key, limiter } = outcome;

@@ -274,8 +274,13 @@ export type PipelineOptions<Args extends unknown[]> = PipelineLimiterOptions<Arg
 
 /** What an adapter tells the pipeline about its framework. */
 export interface Platform<Args extends unknown[]> {
-  /** The adapter's entry point, e.g. `"rateLimiter"`: configuration errors start with it. */
+  /** The adapter's entry point, e.g. `"rateLimiter"`: the reports of a throwing callback name it. */
   where: string;
+  /**
+   * The adapter's package, short, e.g. `"hono"`: every error the pipeline throws for it reads
+   * `[sluice] [hono] <option> must be …`. Without it the messages are core's (`[sluice] …`).
+   */
+  tag?: string;
   /**
    * The framework's arguments as messages should write them, e.g. `"c"` or `"request, env, ctx"`.
    * @default "request"

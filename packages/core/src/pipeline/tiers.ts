@@ -7,9 +7,9 @@
  */
 import { isPolicy, validateName } from "../algorithms/index.js";
 import { resolveDenyCache } from "../deny-cache.js";
-import { SluiceConfigError, describe } from "../errors.js";
+import { SluiceConfigError, describe, tagged } from "../errors.js";
 import type { HeaderWriter } from "../headers.js";
-import { assertKey } from "../keys.js";
+import { assertKey, validatePolicies } from "../keys.js";
 import { type LimiterMode, RateLimiter } from "../limiter.js";
 import { MemoryStore } from "../memory-store.js";
 import type { MaybePromise, Store } from "../types.js";
@@ -27,57 +27,62 @@ export function targetOf(limiter: RateLimiter): Target {
   return { limiter };
 }
 
-/** Builds each tier's limiter now; the returned function finds a request's tier, through the cache. */
-export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOptions<Args>): (args: Args, key: string) => Promise<Target> {
+/**
+ * Builds each tier's limiter now; the returned function finds a request's tier, through the cache.
+ * `tag` is the adapter's, for the error of a request whose tier is not configured.
+ */
+export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOptions<Args>, tag?: string): (args: Args, key: string) => Promise<Target> {
   const { tiers, tier } = options;
   if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers) || Object.keys(tiers).length === 0) {
-    throw new SluiceConfigError(`tiers must be an object of tier name → limits with at least one tier; got ${describe(tiers)}`);
+    throw new SluiceConfigError(`tiers must be an object of tier name → limits with at least one tier; got ${describe(tiers)}`, { option: "tiers" });
   }
   requireFunction(tier, "tier", false);
   const ttlMs = options.tierCacheTtlMs ?? 300_000;
   if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
-    throw new SluiceConfigError(`tierCacheTtlMs must be a non-negative integer of milliseconds; got ${describe(ttlMs)}`);
+    throw new SluiceConfigError(`tierCacheTtlMs must be a non-negative integer of milliseconds; got ${describe(ttlMs)}`, { option: "tierCacheTtlMs" });
   }
   const maxCached = options.tierCacheMaxKeys ?? 10_000;
   if (typeof maxCached !== "number" || !Number.isSafeInteger(maxCached) || maxCached <= 0) {
-    throw new SluiceConfigError(`tierCacheMaxKeys must be a positive integer; got ${describe(maxCached)}`);
+    throw new SluiceConfigError(`tierCacheMaxKeys must be a positive integer; got ${describe(maxCached)}`, { option: "tierCacheMaxKeys" });
   }
   const prefix = options.prefix === undefined ? "sluice" : validateName(options.prefix, "prefix");
   const store = options.store ?? new MemoryStore();
   if (typeof (store as Partial<Store>).bind !== "function") {
-    throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`);
+    throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`, { option: "store" });
   }
   resolveDenyCache(options.denyCache, true); // checked here, so a mistake is named as this option
   const defaultMode = options.mode ?? "enforce";
   if (defaultMode !== "enforce" && defaultMode !== "dry-run") {
-    throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(defaultMode)}`);
+    throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(defaultMode)}`, { option: "mode" });
   }
   const targets = new Map<string, Target>();
   for (const [name, entry] of Object.entries(tiers)) {
-    validateName(name, "tiers: tier name");
+    try {
+      validateName(name, "tiers");
+    } catch (error) {
+      // the rule is a policy name's: the cause spells it out
+      throw new SluiceConfigError(`tiers must be keyed by valid tier names (the rules of a policy name); got a tier named ${describe(name)}`, {
+        option: "tiers",
+        cause: error,
+      });
+    }
     let limits: unknown = entry;
     let mode: unknown = defaultMode;
     if (typeof entry === "object" && entry !== null && !Array.isArray(entry) && !isPolicy(entry)) {
       // the object form, { limits, mode? }
       const { limits: own, mode: ownMode, ...rest } = entry as TierConfig;
       const extra = Object.keys(rest)[0];
-      if (extra !== undefined) throw new SluiceConfigError(`tiers.${name} takes limits and mode; got an option ${describe(extra)}`);
+      if (extra !== undefined) {
+        throw new SluiceConfigError(`tiers.${name}.${extra} is not an option: a tier takes limits and mode`, { option: `tiers.${name}.${extra}` });
+      }
       limits = own;
       if (ownMode !== undefined) mode = ownMode;
       if (mode !== "enforce" && mode !== "dry-run") {
-        throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`);
+        throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`, { option: `tiers.${name}.mode` });
       }
     }
-    const list = Array.isArray(limits) ? limits : [limits];
-    if (list.length === 0 || !list.every(isPolicy)) {
-      const option = limits === entry ? `tiers.${name}` : `tiers.${name}.limits`;
-      throw new SluiceConfigError(`${option} must be a policy or a non-empty list of policies; got ${describe(limits)}`);
-    }
-    const names = list.map((p) => p.name);
-    const twice = names.find((n, i) => names.indexOf(n) !== i);
-    if (twice !== undefined) {
-      throw new SluiceConfigError(`tiers.${name}: two limits are named ${describe(twice)}; give one a distinct name option`);
-    }
+    // tiers.pro, or tiers.pro.limits in the object form: the policy at fault is named under it
+    const list = validatePolicies(limits, limits === entry ? `tiers.${name}` : `tiers.${name}.limits`);
     const { onStoreError, timeoutMs, onStoreFailure, denyCache } = options;
     const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, mode: mode as LimiterMode });
     targets.set(name, targetOf(limiter));
@@ -115,7 +120,7 @@ export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOpti
     const target = targets.get(name);
     if (target === undefined) {
       cache.delete(key);
-      throw new SluiceConfigError(`tier() returned ${describe(name)}, which is not a configured tier (${known})`);
+      throw new SluiceConfigError(tagged(tag, `tier must return a configured tier (${known}); got ${describe(name)}`), { option: "tier" });
     }
     return target;
   };

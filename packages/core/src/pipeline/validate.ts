@@ -6,7 +6,7 @@
  * @module
  */
 import { UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptions } from "../client-ip.js";
-import { SluiceConfigError, describe } from "../errors.js";
+import { SluiceConfigError, describe, nestOptionError } from "../errors.js";
 import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../headers.js";
 import { RateLimiter } from "../limiter.js";
 import type { Decision, MaybePromise } from "../types.js";
@@ -32,23 +32,22 @@ export interface Config<Args extends unknown[]> {
 }
 
 /**
- * Validates `options` for `platform`: every `SluiceConfigError` message starts with the adapter's
- * name (`platform.where`), whichever validator wrote it.
+ * Validates `options` for `platform`: every `SluiceConfigError` carries the adapter's tag
+ * (`platform.tag`: `[sluice] [hono] key must be …`), whichever validator wrote it, and its `option`
+ * is the path in `options`.
  */
 export function validate<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
-  const { where } = platform;
   try {
     return configure(options, platform);
   } catch (error) {
-    // one prefix for every message, whichever validator wrote it
-    if (!(error instanceof SluiceConfigError) || error.message.startsWith(`[sluice] ${where}`)) throw error;
-    throw new SluiceConfigError(`${where}: ${error.message.slice("[sluice] ".length)}`, { cause: error });
+    // one tag for every message, whichever validator wrote it
+    throw platform.tag === undefined ? error : nestOptionError(error, "", platform.tag);
   }
 }
 
 function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platform: Platform<Args>): Config<Args> {
   if (typeof options !== "object" || options === null) {
-    throw new SluiceConfigError(`${platform.where} needs an options object with limiter (or tiers) and key (or trust); got ${describe(options)}`);
+    throw new SluiceConfigError(`options must be an object with limiter (or tiers) and key (or trust); got ${describe(options)}`, { option: "options" });
   }
   const { skip, cost, onLimited } = options;
   const keyOf = keyFunction(options, platform);
@@ -58,22 +57,26 @@ function configure<Args extends unknown[]>(options: PipelineOptions<Args>, platf
   requireFunction(options.countWhen, "countWhen", true);
   requireFunction(options.onCallbackError, "onCallbackError", true);
   if (typeof cost !== "function" && cost !== undefined && !(typeof cost === "number" && Number.isSafeInteger(cost) && cost > 0)) {
-    throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`);
+    throw new SluiceConfigError(`cost must be a positive safe integer or a function; got ${describe(cost)}`, { option: "cost" });
   }
   const styles = resolveHeaderStyles(options.headers);
   const pkSalt = resolvePartitionKey(options.partitionKey);
   const dryRunHeaders = options.dryRunHeaders ?? false;
-  if (typeof dryRunHeaders !== "boolean") throw new SluiceConfigError(`dryRunHeaders must be true or false; got ${describe(dryRunHeaders)}`);
+  if (typeof dryRunHeaders !== "boolean") {
+    throw new SluiceConfigError(`dryRunHeaders must be true or false; got ${describe(dryRunHeaders)}`, { option: "dryRunHeaders" });
+  }
   const limiter = (options as { limiter?: unknown }).limiter;
   const tiers = (options as { tiers?: unknown }).tiers;
-  if (tiers !== undefined && limiter !== undefined) throw new SluiceConfigError(`${platform.where} takes either limiter or tiers, not both`);
+  if (tiers !== undefined && limiter !== undefined) {
+    throw new SluiceConfigError("tiers must be left out when limiter is given: give limiter or tiers, not both", { option: "tiers" });
+  }
   let pick: Config<Args>["pick"];
-  if (tiers !== undefined) pick = tieredPicker(options as PipelineTieredOptions<Args>);
+  if (tiers !== undefined) pick = tieredPicker(options as PipelineTieredOptions<Args>, platform.tag);
   else if (limiter instanceof RateLimiter) {
     const target = targetOf(limiter);
     pick = () => target; // the limiter checks the key
   } else {
-    throw new SluiceConfigError(`${platform.where} needs limiter (a RateLimiter) or tiers; got limiter ${describe(limiter)}`);
+    throw new SluiceConfigError(`limiter must be a RateLimiter (or give tiers); got ${describe(limiter)}`, { option: "limiter" });
   }
   const { onDecision, countWhen } = options;
   const reportCallbackError = callbackErrorReporter(options.onCallbackError, platform.where);
@@ -104,25 +107,30 @@ function callbackErrorReporter<Args extends unknown[]>(
 function keyFunction<Args extends unknown[]>(options: PipelineCommonOptions<Args>, platform: Platform<Args>): (...args: Args) => MaybePromise<string> {
   const { key, trust, ipv6Subnet } = options;
   if (key !== undefined && trust !== undefined) {
-    throw new SluiceConfigError("give key or trust, not both (trust keys requests by client address)");
+    throw new SluiceConfigError("trust must be left out when key is given: give key or trust, not both (trust keys requests by client address)", {
+      option: "trust",
+    });
   }
   if (trust !== undefined) {
-    validateClientIpOptions({ trust, ipv6Subnet }, platform.where);
+    validateClientIpOptions({ trust, ipv6Subnet });
     const ipOptions = { trust, ipv6Subnet };
     return (...args) => clientIp(platform.request(...args), ipOptions) ?? UNKNOWN_CLIENT_KEY;
   }
   if (typeof key !== "function") {
     throw new SluiceConfigError(
-      `key must be a function (${platform.params ?? "request"}) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address; got key ${describe(key)}. No header is trusted by default.`,
+      `key must be a function (${platform.params ?? "request"}) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address (no header is trusted by default); got ${describe(key)}`,
+      { option: "key" },
     );
   }
   if (ipv6Subnet !== undefined) {
-    throw new SluiceConfigError("ipv6Subnet applies only with trust; with key, normalize addresses yourself (normalizeIp)");
+    throw new SluiceConfigError("ipv6Subnet must be left out without trust: it applies only with trust (with key, normalize addresses yourself: normalizeIp)", {
+      option: "ipv6Subnet",
+    });
   }
   return key;
 }
 
 export function requireFunction(value: unknown, option: string, optional: boolean): void {
   if (value === undefined && optional) return;
-  if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`);
+  if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`, { option });
 }
