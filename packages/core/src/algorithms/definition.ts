@@ -158,27 +158,29 @@ export function validateName(value: unknown, option: string): string {
   if (!isName(value)) {
     throw new SluiceConfigError(
       `${option} must be 1-128 visible ASCII characters without spaces, quotes, backslashes, commas, semicolons, "=", parentheses or braces; got ${describe(value)}`,
+      { option },
     );
   }
   return value;
 }
 
+/** Throws unless a factory's `options` is an object (`option: "options"`; `factory` names the factory in the message). */
 export function requireObject(options: unknown, factory: string): asserts options is Record<string, unknown> {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new SluiceConfigError(`${factory}() needs an options object; got ${describe(options)}`);
+    throw new SluiceConfigError(`options must be an object (the options of ${factory}()); got ${describe(options)}`, { option: "options" });
   }
 }
 
 export function positiveInt(value: unknown, option: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new SluiceConfigError(`${option} must be a positive safe integer; got ${describe(value)}`);
+    throw new SluiceConfigError(`${option} must be a positive safe integer; got ${describe(value)}`, { option });
   }
   return value;
 }
 
 export function nonNegativeInt(value: unknown, option: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new SluiceConfigError(`${option} must be a non-negative safe integer; got ${describe(value)}`);
+    throw new SluiceConfigError(`${option} must be a non-negative safe integer; got ${describe(value)}`, { option });
   }
   return value;
 }

@@ -21,12 +21,16 @@ export interface GcraPolicy extends PolicyCommon {
   readonly emissionIntervalUs: number;
 }
 
-/** The emission interval (µs) of `amount` units per `spanMs`; throws when the bucket would take longer than 2^50 µs to drain. */
-export function gcraTiming(amount: number, spanMs: number, burst: number, queue: number, factory: string): number {
+/**
+ * The emission interval (µs) of `amount` units per `spanMs`; throws when the bucket would take
+ * longer than 2^50 µs to drain, naming `option` (the bucket's size: `"capacity"`, `"burst"`).
+ */
+export function gcraTiming(amount: number, spanMs: number, burst: number, queue: number, option: string): number {
   const emissionIntervalUs = Math.max(1, ceilDiv(spanMs * 1000, amount));
   if ((burst + queue) * emissionIntervalUs > MAX_GCRA_SPAN_US) {
     throw new SluiceConfigError(
-      `${factory}: the bucket would take longer than 2^50 µs (about 35 years) to drain; lower the burst/capacity or raise the rate`,
+      `${option} must be small enough for the bucket to drain within 2^50 µs (about 35 years) at its rate; lower it or raise the rate; got ${burst + queue} units at ${emissionIntervalUs} µs each`,
+      { option },
     );
   }
   return emissionIntervalUs;

@@ -91,7 +91,7 @@ export function isPolicy(value: unknown): value is Policy {
  */
 export function policyFromData(data: Record<string, unknown>): Policy {
   const { kind, ...options } = data;
-  if (!isPolicyKind(kind)) throw new SluiceConfigError(`kind must be one of ${POLICY_KINDS.join(", ")}; got ${describe(kind)}`);
+  if (!isPolicyKind(kind)) throw new SluiceConfigError(`kind must be one of ${POLICY_KINDS.join(", ")}; got ${describe(kind)}`, { option: "kind" });
   return ALGORITHMS[kind].create(options);
 }
 

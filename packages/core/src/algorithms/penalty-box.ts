@@ -22,27 +22,27 @@ export type { BlockSpec };
  */
 export type BlockOption = Duration | { base: Duration; factor?: number; max?: Duration };
 
-/** Parses the `block` option: `{}` when absent, else `{ block }`. */
-export function blockOf(option: unknown, factory: string): { block?: BlockSpec } {
+/** Parses the `block` option: `{}` when absent, else `{ block }`. Errors name `block` or `block.<field>`. */
+export function blockOf(option: unknown): { block?: BlockSpec } {
   if (option === undefined) return {};
   if (typeof option === "number" || typeof option === "string") {
-    const baseMs = toMs(option, `${factory}: block`);
+    const baseMs = toMs(option, "block");
     return { block: Object.freeze({ baseMs, factor: 1, maxMs: baseMs }) };
   }
   if (typeof option !== "object" || option === null || Array.isArray(option)) {
-    throw new SluiceConfigError(`${factory}: block must be a duration like "15m" or { base, factor?, max? }; got ${describe(option)}`);
+    throw new SluiceConfigError(`block must be a duration like "15m" or { base, factor?, max? }; got ${describe(option)}`, { option: "block" });
   }
   const o = option as Record<string, unknown>;
   for (const k of Object.keys(o)) {
     if (k !== "base" && k !== "factor" && k !== "max") {
-      throw new SluiceConfigError(`${factory}: block takes base, factor and max; got an unknown option ${describe(k)}`);
+      throw new SluiceConfigError(`block.${k} is not an option: block takes base, factor and max`, { option: `block.${k}` });
     }
   }
-  const baseMs = toMs(o.base, `${factory}: block.base`);
-  const factor = o.factor === undefined ? 1 : positiveInt(o.factor, `${factory}: block.factor`);
-  const maxMs = o.max === undefined ? (factor === 1 ? baseMs : MAX_DURATION_MS) : toMs(o.max, `${factory}: block.max`);
+  const baseMs = toMs(o.base, "block.base");
+  const factor = o.factor === undefined ? 1 : positiveInt(o.factor, "block.factor");
+  const maxMs = o.max === undefined ? (factor === 1 ? baseMs : MAX_DURATION_MS) : toMs(o.max, "block.max");
   if (maxMs < baseMs) {
-    throw new SluiceConfigError(`${factory}: block.max must be at least block.base; got base ${baseMs} ms and max ${maxMs} ms`);
+    throw new SluiceConfigError(`block.max must be at least block.base (${baseMs} ms); got ${maxMs} ms`, { option: "block.max" });
   }
   return { block: Object.freeze({ baseMs, factor, maxMs }) };
 }

@@ -28,8 +28,8 @@ export interface WindowPolicy<K extends string> extends PolicyCommon {
 /** Parses the options of a window algorithm named `kind`. */
 export function windowPolicy<K extends string>(kind: K, options: unknown): WindowPolicy<K> {
   requireObject(options, kind);
-  const limit = positiveInt(options.limit, `${kind}: limit`);
-  const windowMs = toMs(options.window, `${kind}: window`);
-  const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, `${kind}: name`);
-  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block, kind) });
+  const limit = positiveInt(options.limit, "limit");
+  const windowMs = toMs(options.window, "window");
+  const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, "name");
+  return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block) });
 }

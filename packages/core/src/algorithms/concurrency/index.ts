@@ -66,14 +66,15 @@ export interface ConcurrencyOptions {
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyPolicy {
   requireObject(options, "concurrency");
-  const limit = positiveInt(options.limit, "concurrency: limit");
-  const leaseMs = options.lease === undefined ? 30_000 : toMs(options.lease, "concurrency: lease");
+  const limit = positiveInt(options.limit, "limit");
+  const leaseMs = options.lease === undefined ? 30_000 : toMs(options.lease, "lease");
   if ((options as { block?: unknown }).block !== undefined) {
     throw new SluiceConfigError(
-      `concurrency: block is not supported (a concurrency denial ends as soon as a request in flight finishes); put block on a rate policy of the same limiter; got block ${describe((options as { block?: unknown }).block)}`,
+      `block must be left out of concurrency() (a concurrency denial ends as soon as a request in flight finishes); put block on a rate policy of the same limiter; got ${describe((options as { block?: unknown }).block)}`,
+      { option: "block" },
     );
   }
-  const name = options.name === undefined ? `${limit}-in-flight` : validateName(options.name, "concurrency: name");
+  const name = options.name === undefined ? `${limit}-in-flight` : validateName(options.name, "name");
   return Object.freeze({ kind: "concurrency", name, limit, leaseMs, windowSeconds: ceilDiv(leaseMs, 1000) });
 }
 

@@ -52,15 +52,15 @@ export interface LeakyBucketOptions {
  */
 export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
   requireObject(options, "leakyBucket");
-  const rate = positiveInt(options.rate, "leakyBucket: rate");
-  const periodMs = toMs(options.period, "leakyBucket: period");
-  const burst = positiveInt(options.burst, "leakyBucket: burst");
-  const queue = options.queue === undefined ? 0 : nonNegativeInt(options.queue, "leakyBucket: queue");
-  const emissionIntervalUs = gcraTiming(rate, periodMs, burst, queue, "leakyBucket");
+  const rate = positiveInt(options.rate, "rate");
+  const periodMs = toMs(options.period, "period");
+  const burst = positiveInt(options.burst, "burst");
+  const queue = options.queue === undefined ? 0 : nonNegativeInt(options.queue, "queue");
+  const emissionIntervalUs = gcraTiming(rate, periodMs, burst, queue, "burst");
   const name =
     options.name === undefined
       ? `${burst}-burst-${rate}-per-${formatMs(periodMs)}${queue > 0 ? `-queue-${queue}` : ""}`
-      : validateName(options.name, "leakyBucket: name");
+      : validateName(options.name, "name");
   return Object.freeze({
     kind: "leakyBucket",
     name,
@@ -71,7 +71,7 @@ export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
     burst,
     queue,
     emissionIntervalUs,
-    ...blockOf(options.block, "leakyBucket"),
+    ...blockOf(options.block),
   });
 }
 

@@ -28,7 +28,8 @@ export function slidingWindow(options: WindowOptions): SlidingWindowPolicy {
   const policy = windowPolicy("slidingWindow", options);
   if (policy.limit * policy.windowMs > Number.MAX_SAFE_INTEGER) {
     throw new SluiceConfigError(
-      `slidingWindow: limit × window (in ms) must be at most 2^53-1 so the weighted count stays exact; got limit ${policy.limit} and window ${policy.windowMs} ms`,
+      `limit × window (in ms) must be at most 2^53-1 so the weighted count stays exact; got limit ${policy.limit} and window ${policy.windowMs} ms`,
+      { option: "limit" },
     );
   }
   return policy;

@@ -48,12 +48,12 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   requireObject(options, "tokenBucket");
-  const capacity = positiveInt(options.capacity, "tokenBucket: capacity");
-  const refillRate = positiveInt(options.refillRate, "tokenBucket: refillRate");
-  const intervalMs = options.interval === undefined ? 1000 : toMs(options.interval, "tokenBucket: interval");
-  const emissionIntervalUs = gcraTiming(refillRate, intervalMs, capacity, 0, "tokenBucket");
+  const capacity = positiveInt(options.capacity, "capacity");
+  const refillRate = positiveInt(options.refillRate, "refillRate");
+  const intervalMs = options.interval === undefined ? 1000 : toMs(options.interval, "interval");
+  const emissionIntervalUs = gcraTiming(refillRate, intervalMs, capacity, 0, "capacity");
   const name =
-    options.name === undefined ? `${capacity}-burst-${refillRate}-per-${formatMs(intervalMs)}` : validateName(options.name, "tokenBucket: name");
+    options.name === undefined ? `${capacity}-burst-${refillRate}-per-${formatMs(intervalMs)}` : validateName(options.name, "name");
   return Object.freeze({
     kind: "tokenBucket",
     name,
@@ -65,7 +65,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
     emissionIntervalUs,
     burst: capacity,
     queue: 0,
-    ...blockOf(options.block, "tokenBucket"),
+    ...blockOf(options.block),
   });
 }
 
