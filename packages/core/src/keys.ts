@@ -98,6 +98,9 @@ export function validateTier(value: unknown, option: string): string {
   return validateName(value, option);
 }
 
+/** The factories whose policies a limiter takes, as error messages name them. */
+const FACTORIES = "fixedWindow(), slidingWindow(), slidingLog(), tokenBucket(), leakyBucket() or concurrency()";
+
 /**
  * Validates a list of policies (or one policy, which stands for a list of one): 1 to
  * {@link MAX_POLICIES} policies made by the factories, with distinct names. Throws
@@ -107,7 +110,7 @@ export function validateTier(value: unknown, option: string): string {
  */
 export function validatePolicies(value: unknown, option: string, tag?: string): readonly Policy[] {
   if (!Array.isArray(value) && !isPolicy(value)) {
-    throw new SluiceConfigError(tagged(tag, `${option} must be a policy or a list of policies; got ${describe(value)}`), { option });
+    throw new SluiceConfigError(tagged(tag, `${option} must be a policy from ${FACTORIES} or a list of them; got ${describe(value)}`), { option });
   }
   const list: readonly unknown[] = Array.isArray(value) ? value : [value];
   if (list.length === 0) throw new SluiceConfigError(tagged(tag, `${option} must hold at least one policy; got an empty array`), { option });
@@ -117,13 +120,7 @@ export function validatePolicies(value: unknown, option: string, tag?: string): 
   const names = new Set<string>();
   for (const [i, policy] of list.entries()) {
     if (!isPolicy(policy)) {
-      throw new SluiceConfigError(
-        tagged(
-          tag,
-          `${option}[${i}] must be a policy from fixedWindow(), slidingWindow(), slidingLog(), tokenBucket(), leakyBucket() or concurrency(); got ${describe(policy)}`,
-        ),
-        { option: `${option}[${i}]` },
-      );
+      throw new SluiceConfigError(tagged(tag, `${option}[${i}] must be a policy from ${FACTORIES}; got ${describe(policy)}`), { option: `${option}[${i}]` });
     }
     if (names.has(policy.name)) {
       throw new SluiceConfigError(

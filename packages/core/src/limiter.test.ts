@@ -72,7 +72,7 @@ describe("error classes", () => {
     expect(new MyError("x")).toBeInstanceOf(SluiceConfigError);
     expect(new MyError("x")).toBeInstanceOf(copy.SluiceConfigError);
     expect(config).not.toBeInstanceOf(MyError);
-    expect(Object.keys(config)).toEqual(Object.keys(new Error("x")).concat("name"));
+    expect(Object.keys(config)).toEqual(Object.keys(new Error("x")).concat("name", "code", "option"));
   });
 
   it("pass a cause through", () => {
@@ -101,6 +101,15 @@ type Case = [string, () => unknown, string | RegExp];
 function expectConfigError(make: () => unknown, message: string | RegExp) {
   expect(make).toThrow(SluiceConfigError);
   expect(make).toThrow(message);
+  let error: SluiceConfigError | undefined;
+  try {
+    make();
+  } catch (thrown) {
+    error = thrown as SluiceConfigError;
+  }
+  expect(error?.code).toBe("SLUICE_CONFIG");
+  // one format: the message starts with the option the error names (errors.test.ts pins each option)
+  expect(error?.message.startsWith(`[sluice] ${error.option} `), error?.message).toBe(true);
 }
 
 const DURATION_HINT = 'must be a duration: a positive integer of milliseconds or a string like "500ms", "10s", "1m", "1h", "1d"';
@@ -109,29 +118,29 @@ const NAME_HINT =
 
 describe("factory validation", () => {
   const windowCases = (kind: "fixedWindow" | "slidingWindow" | "slidingLog", make: (o: unknown) => unknown): Case[] => [
-    [`${kind} limit 0`, () => make({ limit: 0, window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got 0`],
-    [`${kind} limit 1.5`, () => make({ limit: 1.5, window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got 1.5`],
-    [`${kind} limit -1`, () => make({ limit: -1, window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got -1`],
-    [`${kind} limit "10"`, () => make({ limit: "10", window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got "10"`],
-    [`${kind} limit NaN`, () => make({ limit: Number.NaN, window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got NaN`],
-    [`${kind} limit 2^53`, () => make({ limit: 2 ** 53, window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got 9007199254740992`],
-    [`${kind} limit missing`, () => make({ window: "1m" }), `[sluice] ${kind}: limit must be a positive safe integer; got undefined`],
-    [`${kind} window "abc"`, () => make({ limit: 1, window: "abc" }), `[sluice] ${kind}: window ${DURATION_HINT}; got "abc"`],
-    [`${kind} window "1y"`, () => make({ limit: 1, window: "1y" }), `[sluice] ${kind}: window ${DURATION_HINT}; got "1y"`],
-    [`${kind} window "1.5s"`, () => make({ limit: 1, window: "1.5s" }), `[sluice] ${kind}: window ${DURATION_HINT}; got "1.5s"`],
-    [`${kind} window "-5s"`, () => make({ limit: 1, window: "-5s" }), `[sluice] ${kind}: window ${DURATION_HINT}; got "-5s"`],
-    [`${kind} window 0`, () => make({ limit: 1, window: 0 }), `[sluice] ${kind}: window must be a positive whole number of milliseconds; got 0`],
-    [`${kind} window "0s"`, () => make({ limit: 1, window: "0s" }), `[sluice] ${kind}: window must be a positive whole number of milliseconds; got "0s"`],
-    [`${kind} window -5`, () => make({ limit: 1, window: -5 }), `[sluice] ${kind}: window must be a positive whole number of milliseconds; got -5`],
-    [`${kind} window 1.5`, () => make({ limit: 1, window: 1.5 }), `[sluice] ${kind}: window must be a positive whole number of milliseconds; got 1.5`],
-    [`${kind} window 2^31 ms`, () => make({ limit: 1, window: 2 ** 31 }), `[sluice] ${kind}: window must be at most 2147483647 ms (about 24.8 days); got 2147483648`],
-    [`${kind} window "25d"`, () => make({ limit: 1, window: "25d" }), `[sluice] ${kind}: window must be at most 2147483647 ms (about 24.8 days); got "25d"`],
-    [`${kind} window missing`, () => make({ limit: 1 }), `[sluice] ${kind}: window must be a duration (milliseconds or a string like "10s", "1m"); got undefined`],
+    [`${kind} limit 0`, () => make({ limit: 0, window: "1m" }), `[sluice] limit must be a positive safe integer; got 0`],
+    [`${kind} limit 1.5`, () => make({ limit: 1.5, window: "1m" }), `[sluice] limit must be a positive safe integer; got 1.5`],
+    [`${kind} limit -1`, () => make({ limit: -1, window: "1m" }), `[sluice] limit must be a positive safe integer; got -1`],
+    [`${kind} limit "10"`, () => make({ limit: "10", window: "1m" }), `[sluice] limit must be a positive safe integer; got "10"`],
+    [`${kind} limit NaN`, () => make({ limit: Number.NaN, window: "1m" }), `[sluice] limit must be a positive safe integer; got NaN`],
+    [`${kind} limit 2^53`, () => make({ limit: 2 ** 53, window: "1m" }), `[sluice] limit must be a positive safe integer; got 9007199254740992`],
+    [`${kind} limit missing`, () => make({ window: "1m" }), `[sluice] limit must be a positive safe integer; got undefined`],
+    [`${kind} window "abc"`, () => make({ limit: 1, window: "abc" }), `[sluice] window ${DURATION_HINT}; got "abc"`],
+    [`${kind} window "1y"`, () => make({ limit: 1, window: "1y" }), `[sluice] window ${DURATION_HINT}; got "1y"`],
+    [`${kind} window "1.5s"`, () => make({ limit: 1, window: "1.5s" }), `[sluice] window ${DURATION_HINT}; got "1.5s"`],
+    [`${kind} window "-5s"`, () => make({ limit: 1, window: "-5s" }), `[sluice] window ${DURATION_HINT}; got "-5s"`],
+    [`${kind} window 0`, () => make({ limit: 1, window: 0 }), `[sluice] window must be a positive whole number of milliseconds; got 0`],
+    [`${kind} window "0s"`, () => make({ limit: 1, window: "0s" }), `[sluice] window must be a positive whole number of milliseconds; got "0s"`],
+    [`${kind} window -5`, () => make({ limit: 1, window: -5 }), `[sluice] window must be a positive whole number of milliseconds; got -5`],
+    [`${kind} window 1.5`, () => make({ limit: 1, window: 1.5 }), `[sluice] window must be a positive whole number of milliseconds; got 1.5`],
+    [`${kind} window 2^31 ms`, () => make({ limit: 1, window: 2 ** 31 }), `[sluice] window must be at most 2147483647 ms (about 24.8 days); got 2147483648`],
+    [`${kind} window "25d"`, () => make({ limit: 1, window: "25d" }), `[sluice] window must be at most 2147483647 ms (about 24.8 days); got "25d"`],
+    [`${kind} window missing`, () => make({ limit: 1 }), `[sluice] window must be a duration (milliseconds or a string like "10s", "1m"); got undefined`],
     [`${kind} window null`, () => make({ limit: 1, window: null }), /window must be a duration .*; got null$/],
-    [`${kind} no options`, () => make(undefined), `[sluice] ${kind}() needs an options object; got undefined`],
-    [`${kind} options array`, () => make([10, "1m"]), `[sluice] ${kind}() needs an options object; got an array`],
-    [`${kind} name ""`, () => make({ limit: 1, window: "1m", name: "" }), `[sluice] ${kind}: name ${NAME_HINT}; got ""`],
-    [`${kind} name 5`, () => make({ limit: 1, window: "1m", name: 5 }), `[sluice] ${kind}: name ${NAME_HINT}; got 5`],
+    [`${kind} no options`, () => make(undefined), `[sluice] options must be an object (the options of ${kind}()); got undefined`],
+    [`${kind} options array`, () => make([10, "1m"]), `[sluice] options must be an object (the options of ${kind}()); got an array`],
+    [`${kind} name ""`, () => make({ limit: 1, window: "1m", name: "" }), `[sluice] name ${NAME_HINT}; got ""`],
+    [`${kind} name 5`, () => make({ limit: 1, window: "1m", name: 5 }), `[sluice] name ${NAME_HINT}; got 5`],
   ];
 
   const cases: Case[] = [
@@ -141,44 +150,44 @@ describe("factory validation", () => {
     [
       "slidingWindow limit × window beyond 2^53",
       () => slidingWindow({ limit: 2 ** 30, window: "1d" }),
-      "[sluice] slidingWindow: limit × window (in ms) must be at most 2^53-1 so the weighted count stays exact; got limit 1073741824 and window 86400000 ms",
+      "[sluice] limit × window (in ms) must be at most 2^53-1 so the weighted count stays exact; got limit 1073741824 and window 86400000 ms",
     ],
-    ["tokenBucket capacity 0", () => tokenBucket({ capacity: 0, refillRate: 1 }), "[sluice] tokenBucket: capacity must be a positive safe integer; got 0"],
-    ["tokenBucket capacity 1.5", () => tokenBucket({ capacity: 1.5, refillRate: 1 }), "[sluice] tokenBucket: capacity must be a positive safe integer; got 1.5"],
-    ["tokenBucket capacity -1", () => tokenBucket({ capacity: -1, refillRate: 1 }), "[sluice] tokenBucket: capacity must be a positive safe integer; got -1"],
-    ["tokenBucket capacity \"10\"", () => tokenBucket({ capacity: "10" as never, refillRate: 1 }), '[sluice] tokenBucket: capacity must be a positive safe integer; got "10"'],
-    ["tokenBucket refillRate 0", () => tokenBucket({ capacity: 10, refillRate: 0 }), "[sluice] tokenBucket: refillRate must be a positive safe integer; got 0"],
-    ["tokenBucket refillRate 1.5", () => tokenBucket({ capacity: 10, refillRate: 1.5 }), "[sluice] tokenBucket: refillRate must be a positive safe integer; got 1.5"],
-    ["tokenBucket refillRate -1", () => tokenBucket({ capacity: 10, refillRate: -1 }), "[sluice] tokenBucket: refillRate must be a positive safe integer; got -1"],
-    ["tokenBucket refillRate \"1\"", () => tokenBucket({ capacity: 10, refillRate: "1" as never }), '[sluice] tokenBucket: refillRate must be a positive safe integer; got "1"'],
-    ["tokenBucket interval \"abc\"", () => tokenBucket({ capacity: 10, refillRate: 1, interval: "abc" as never }), `[sluice] tokenBucket: interval ${DURATION_HINT}; got "abc"`],
-    ["tokenBucket interval 0", () => tokenBucket({ capacity: 10, refillRate: 1, interval: 0 }), "[sluice] tokenBucket: interval must be a positive whole number of milliseconds; got 0"],
-    ["tokenBucket interval -5", () => tokenBucket({ capacity: 10, refillRate: 1, interval: -5 }), "[sluice] tokenBucket: interval must be a positive whole number of milliseconds; got -5"],
-    ["tokenBucket interval \"1y\"", () => tokenBucket({ capacity: 10, refillRate: 1, interval: "1y" as never }), `[sluice] tokenBucket: interval ${DURATION_HINT}; got "1y"`],
-    ["tokenBucket interval 2^31", () => tokenBucket({ capacity: 10, refillRate: 1, interval: 2 ** 31 }), "[sluice] tokenBucket: interval must be at most 2147483647 ms (about 24.8 days); got 2147483648"],
+    ["tokenBucket capacity 0", () => tokenBucket({ capacity: 0, refillRate: 1 }), "[sluice] capacity must be a positive safe integer; got 0"],
+    ["tokenBucket capacity 1.5", () => tokenBucket({ capacity: 1.5, refillRate: 1 }), "[sluice] capacity must be a positive safe integer; got 1.5"],
+    ["tokenBucket capacity -1", () => tokenBucket({ capacity: -1, refillRate: 1 }), "[sluice] capacity must be a positive safe integer; got -1"],
+    ["tokenBucket capacity \"10\"", () => tokenBucket({ capacity: "10" as never, refillRate: 1 }), '[sluice] capacity must be a positive safe integer; got "10"'],
+    ["tokenBucket refillRate 0", () => tokenBucket({ capacity: 10, refillRate: 0 }), "[sluice] refillRate must be a positive safe integer; got 0"],
+    ["tokenBucket refillRate 1.5", () => tokenBucket({ capacity: 10, refillRate: 1.5 }), "[sluice] refillRate must be a positive safe integer; got 1.5"],
+    ["tokenBucket refillRate -1", () => tokenBucket({ capacity: 10, refillRate: -1 }), "[sluice] refillRate must be a positive safe integer; got -1"],
+    ["tokenBucket refillRate \"1\"", () => tokenBucket({ capacity: 10, refillRate: "1" as never }), '[sluice] refillRate must be a positive safe integer; got "1"'],
+    ["tokenBucket interval \"abc\"", () => tokenBucket({ capacity: 10, refillRate: 1, interval: "abc" as never }), `[sluice] interval ${DURATION_HINT}; got "abc"`],
+    ["tokenBucket interval 0", () => tokenBucket({ capacity: 10, refillRate: 1, interval: 0 }), "[sluice] interval must be a positive whole number of milliseconds; got 0"],
+    ["tokenBucket interval -5", () => tokenBucket({ capacity: 10, refillRate: 1, interval: -5 }), "[sluice] interval must be a positive whole number of milliseconds; got -5"],
+    ["tokenBucket interval \"1y\"", () => tokenBucket({ capacity: 10, refillRate: 1, interval: "1y" as never }), `[sluice] interval ${DURATION_HINT}; got "1y"`],
+    ["tokenBucket interval 2^31", () => tokenBucket({ capacity: 10, refillRate: 1, interval: 2 ** 31 }), "[sluice] interval must be at most 2147483647 ms (about 24.8 days); got 2147483648"],
     [
       "tokenBucket that never drains",
       () => tokenBucket({ capacity: 2 ** 40, refillRate: 1, interval: "1d" }),
-      "[sluice] tokenBucket: the bucket would take longer than 2^50 µs (about 35 years) to drain; lower the burst/capacity or raise the rate",
+      "[sluice] capacity must be small enough for the bucket to drain within 2^50 µs (about 35 years) at its rate; lower it or raise the rate; got 1099511627776 units at 86400000000 µs each",
     ],
-    ["tokenBucket name", () => tokenBucket({ capacity: 10, refillRate: 1, name: "a b" }), `[sluice] tokenBucket: name ${NAME_HINT}; got "a b"`],
-    ["tokenBucket no options", () => tokenBucket(null as never), "[sluice] tokenBucket() needs an options object; got null"],
-    ["leakyBucket rate 0", () => leakyBucket({ rate: 0, period: "1s", burst: 5 }), "[sluice] leakyBucket: rate must be a positive safe integer; got 0"],
-    ["leakyBucket rate 1.5", () => leakyBucket({ rate: 1.5, period: "1s", burst: 5 }), "[sluice] leakyBucket: rate must be a positive safe integer; got 1.5"],
-    ["leakyBucket rate -1", () => leakyBucket({ rate: -1, period: "1s", burst: 5 }), "[sluice] leakyBucket: rate must be a positive safe integer; got -1"],
-    ["leakyBucket rate \"10\"", () => leakyBucket({ rate: "10" as never, period: "1s", burst: 5 }), '[sluice] leakyBucket: rate must be a positive safe integer; got "10"'],
-    ["leakyBucket burst 0", () => leakyBucket({ rate: 10, period: "1s", burst: 0 }), "[sluice] leakyBucket: burst must be a positive safe integer; got 0"],
-    ["leakyBucket burst 1.5", () => leakyBucket({ rate: 10, period: "1s", burst: 1.5 }), "[sluice] leakyBucket: burst must be a positive safe integer; got 1.5"],
-    ["leakyBucket burst -1", () => leakyBucket({ rate: 10, period: "1s", burst: -1 }), "[sluice] leakyBucket: burst must be a positive safe integer; got -1"],
-    ["leakyBucket burst \"5\"", () => leakyBucket({ rate: 10, period: "1s", burst: "5" as never }), '[sluice] leakyBucket: burst must be a positive safe integer; got "5"'],
-    ["leakyBucket burst missing", () => leakyBucket({ rate: 10, period: "1s" } as never), "[sluice] leakyBucket: burst must be a positive safe integer; got undefined"],
-    ["leakyBucket period \"abc\"", () => leakyBucket({ rate: 10, period: "abc" as never, burst: 5 }), `[sluice] leakyBucket: period ${DURATION_HINT}; got "abc"`],
-    ["leakyBucket period 0", () => leakyBucket({ rate: 10, period: 0, burst: 5 }), "[sluice] leakyBucket: period must be a positive whole number of milliseconds; got 0"],
-    ["leakyBucket period missing", () => leakyBucket({ rate: 10, burst: 5 } as never), /leakyBucket: period must be a duration .*; got undefined$/],
-    ["leakyBucket queue -1", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: -1 }), "[sluice] leakyBucket: queue must be a non-negative safe integer; got -1"],
-    ["leakyBucket queue 1.5", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 1.5 }), "[sluice] leakyBucket: queue must be a non-negative safe integer; got 1.5"],
-    ["leakyBucket queue \"3\"", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: "3" as never }), '[sluice] leakyBucket: queue must be a non-negative safe integer; got "3"'],
-    ["leakyBucket name", () => leakyBucket({ rate: 10, period: "1s", burst: 5, name: "a,b" }), `[sluice] leakyBucket: name ${NAME_HINT}; got "a,b"`],
+    ["tokenBucket name", () => tokenBucket({ capacity: 10, refillRate: 1, name: "a b" }), `[sluice] name ${NAME_HINT}; got "a b"`],
+    ["tokenBucket no options", () => tokenBucket(null as never), "[sluice] options must be an object (the options of tokenBucket()); got null"],
+    ["leakyBucket rate 0", () => leakyBucket({ rate: 0, period: "1s", burst: 5 }), "[sluice] rate must be a positive safe integer; got 0"],
+    ["leakyBucket rate 1.5", () => leakyBucket({ rate: 1.5, period: "1s", burst: 5 }), "[sluice] rate must be a positive safe integer; got 1.5"],
+    ["leakyBucket rate -1", () => leakyBucket({ rate: -1, period: "1s", burst: 5 }), "[sluice] rate must be a positive safe integer; got -1"],
+    ["leakyBucket rate \"10\"", () => leakyBucket({ rate: "10" as never, period: "1s", burst: 5 }), '[sluice] rate must be a positive safe integer; got "10"'],
+    ["leakyBucket burst 0", () => leakyBucket({ rate: 10, period: "1s", burst: 0 }), "[sluice] burst must be a positive safe integer; got 0"],
+    ["leakyBucket burst 1.5", () => leakyBucket({ rate: 10, period: "1s", burst: 1.5 }), "[sluice] burst must be a positive safe integer; got 1.5"],
+    ["leakyBucket burst -1", () => leakyBucket({ rate: 10, period: "1s", burst: -1 }), "[sluice] burst must be a positive safe integer; got -1"],
+    ["leakyBucket burst \"5\"", () => leakyBucket({ rate: 10, period: "1s", burst: "5" as never }), '[sluice] burst must be a positive safe integer; got "5"'],
+    ["leakyBucket burst missing", () => leakyBucket({ rate: 10, period: "1s" } as never), "[sluice] burst must be a positive safe integer; got undefined"],
+    ["leakyBucket period \"abc\"", () => leakyBucket({ rate: 10, period: "abc" as never, burst: 5 }), `[sluice] period ${DURATION_HINT}; got "abc"`],
+    ["leakyBucket period 0", () => leakyBucket({ rate: 10, period: 0, burst: 5 }), "[sluice] period must be a positive whole number of milliseconds; got 0"],
+    ["leakyBucket period missing", () => leakyBucket({ rate: 10, burst: 5 } as never), /^\[sluice\] period must be a duration .*; got undefined$/],
+    ["leakyBucket queue -1", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: -1 }), "[sluice] queue must be a non-negative safe integer; got -1"],
+    ["leakyBucket queue 1.5", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 1.5 }), "[sluice] queue must be a non-negative safe integer; got 1.5"],
+    ["leakyBucket queue \"3\"", () => leakyBucket({ rate: 10, period: "1s", burst: 5, queue: "3" as never }), '[sluice] queue must be a non-negative safe integer; got "3"'],
+    ["leakyBucket name", () => leakyBucket({ rate: 10, period: "1s", burst: 5, name: "a,b" }), `[sluice] name ${NAME_HINT}; got "a,b"`],
   ];
 
   it.each(cases)("%s", (_name, make, message) => expectConfigError(make, message));
@@ -196,7 +205,7 @@ describe("factory validation", () => {
     ["é"],
     ["x".repeat(129)],
   ])("rejects the name %j", (name) => {
-    expectConfigError(() => fixedWindow({ limit: 1, window: "1m", name }), `[sluice] fixedWindow: name ${NAME_HINT}; got ${JSON.stringify(name)}`);
+    expectConfigError(() => fixedWindow({ limit: 1, window: "1m", name }), `[sluice] name ${NAME_HINT}; got ${JSON.stringify(name)}`);
   });
 
   it("accepts names of visible ASCII without separators, up to 128 characters", () => {
@@ -283,21 +292,21 @@ describe("default names and durations", () => {
 describe("RateLimiter validation", () => {
   const p = fixedWindow({ limit: 5, window: "1m" });
   const cases: [string, unknown, string | RegExp][] = [
-    ["no options", undefined, "[sluice] RateLimiter needs an options object with limits; got undefined"],
-    ["limits empty", { limits: [] }, "[sluice] RateLimiter: limits must name at least one policy; got an empty array"],
-    ["limits missing", {}, /^\[sluice\] RateLimiter: limits\[0\] must be a policy from fixedWindow\(\), slidingWindow\(\), slidingLog\(\), tokenBucket\(\), leakyBucket\(\) or concurrency\(\); got undefined$/],
-    ["limits not policies", { limits: [p, { limit: 5, window: "1m" }] }, /RateLimiter: limits\[1\] must be a policy .*; got an object$/],
-    ["limits a string", { limits: "100-per-1m" }, /RateLimiter: limits\[0\] must be a policy .*; got "100-per-1m"$/],
-    ["limits a factory", { limits: [fixedWindow] }, /RateLimiter: limits\[0\] must be a policy .*; got a function$/],
-    ["duplicate names", { limits: [p, fixedWindow({ limit: 5, window: "1m" })] }, '[sluice] RateLimiter: two limits are named "5-per-1m"; give one a distinct name option'],
-    ["duplicate custom names", { limits: [fixedWindow({ limit: 5, window: "1m", name: "x" }), tokenBucket({ capacity: 1, refillRate: 1, name: "x" })] }, /two limits are named "x"/],
-    ["prefix empty", { limits: p, prefix: "" }, `[sluice] RateLimiter: prefix ${NAME_HINT}; got ""`],
-    ["prefix with a space", { limits: p, prefix: "my app" }, `[sluice] RateLimiter: prefix ${NAME_HINT}; got "my app"`],
-    ["prefix not a string", { limits: p, prefix: 5 }, `[sluice] RateLimiter: prefix ${NAME_HINT}; got 5`],
-    ["prefix too long", { limits: p, prefix: "p".repeat(129) }, /RateLimiter: prefix must be 1-128 /],
-    ["onStoreError unknown", { limits: p, onStoreError: "fail-open" }, '[sluice] RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got "fail-open"'],
+    ["no options", undefined, "[sluice] options must be an object with limits; got undefined"],
+    ["limits empty", { limits: [] }, "[sluice] limits must hold at least one policy; got an empty array"],
+    ["limits missing", {}, /^\[sluice\] limits must be a policy from .* or a list of them; got undefined$/],
+    ["limits not policies", { limits: [p, { limit: 5, window: "1m" }] }, /^\[sluice\] limits\[1\] must be a policy from fixedWindow\(\), slidingWindow\(\), slidingLog\(\), tokenBucket\(\), leakyBucket\(\) or concurrency\(\); got an object$/],
+    ["limits a string", { limits: "100-per-1m" }, /^\[sluice\] limits must be a policy from .* or a list of them; got "100-per-1m"$/],
+    ["limits a factory", { limits: [fixedWindow] }, /^\[sluice\] limits\[0\] must be a policy .*; got a function$/],
+    ["duplicate names", { limits: [p, fixedWindow({ limit: 5, window: "1m" })] }, "[sluice] limits[1].name must differ from the other policies' names (give one a distinct name option); got \"5-per-1m\" twice"],
+    ["duplicate custom names", { limits: [fixedWindow({ limit: 5, window: "1m", name: "x" }), tokenBucket({ capacity: 1, refillRate: 1, name: "x" })] }, /^\[sluice\] limits\[1\]\.name must differ .*; got "x" twice$/],
+    ["prefix empty", { limits: p, prefix: "" }, `[sluice] prefix ${NAME_HINT}; got ""`],
+    ["prefix with a space", { limits: p, prefix: "my app" }, `[sluice] prefix ${NAME_HINT}; got "my app"`],
+    ["prefix not a string", { limits: p, prefix: 5 }, `[sluice] prefix ${NAME_HINT}; got 5`],
+    ["prefix too long", { limits: p, prefix: "p".repeat(129) }, /^\[sluice\] prefix must be 1-128 /],
+    ["onStoreError unknown", { limits: p, onStoreError: "fail-open" }, '[sluice] onStoreError must be "fallback", "allow" or "deny"; got "fail-open"'],
     ["onStoreError boolean", { limits: p, onStoreError: true }, /onStoreError must be .*; got true$/],
-    ["timeoutMs 0", { limits: p, timeoutMs: 0 }, "[sluice] RateLimiter: timeoutMs must be a positive integer of milliseconds, at most 2147483647, or false; got 0"],
+    ["timeoutMs 0", { limits: p, timeoutMs: 0 }, "[sluice] timeoutMs must be a positive integer of milliseconds, at most 2147483647, or false; got 0"],
     ["timeoutMs true", { limits: p, timeoutMs: true }, /timeoutMs must be .*or false; got true$/],
     ["timeoutMs -1", { limits: p, timeoutMs: -1 }, /timeoutMs must be .*; got -1$/],
     ["timeoutMs 1.5", { limits: p, timeoutMs: 1.5 }, /timeoutMs must be .*; got 1\.5$/],
@@ -306,8 +315,8 @@ describe("RateLimiter validation", () => {
     ["timeoutMs Infinity", { limits: p, timeoutMs: Number.POSITIVE_INFINITY }, /timeoutMs must be .*; got Infinity$/],
     // setTimeout fires at once above 2^31-1 ms: every store call would time out
     ["timeoutMs 2^31", { limits: p, timeoutMs: 2 ** 31 }, /timeoutMs must be .*at most 2147483647, or false; got 2147483648$/],
-    ["store without bind", { limits: p, store: {} }, "[sluice] RateLimiter: store must implement bind(namespace); got an object"],
-    ["onStoreFailure not a function", { limits: p, onStoreFailure: "log" }, '[sluice] RateLimiter: onStoreFailure must be a function; got "log"'],
+    ["store without bind", { limits: p, store: {} }, "[sluice] store must be a Store (an object with bind(namespace)); got an object"],
+    ["onStoreFailure not a function", { limits: p, onStoreFailure: "log" }, '[sluice] onStoreFailure must be a function; got "log"'],
   ];
   it.each(cases)("%s", (_name, options, message) => {
     expectConfigError(() => new RateLimiter(options as RateLimiterOptions), message);
@@ -402,7 +411,7 @@ describe("input errors", () => {
     const { limiter, calls } = await primed();
     const before = await limiter.peek("k");
     await expect(limiter.limit("k", options as never)).rejects.toThrow(SluiceInputError);
-    await expect(limiter.limit("k", options as never)).rejects.toThrow(/^\[sluice\] limit\(\) options must be an object like \{ cost: 1 \}; got /);
+    await expect(limiter.limit("k", options as never)).rejects.toThrow(/^\[sluice\] options must be an object like \{ cost: 1 \}; got /);
     expect(calls.consume).toBe(0);
     expect(await limiter.peek("k")).toEqual(before);
   });
@@ -454,7 +463,7 @@ describe("policy count and key shape, checked before any store call", () => {
     for (const n of [13, 33]) {
       expectConfigError(
         () => new RateLimiter({ store: spy, limits: policies(n) }),
-        `[sluice] RateLimiter: limits takes at most 12 policies (the same on every store); got ${n}`,
+        `[sluice] limits must hold at most 12 policies (the same on every store); got ${n}`,
       );
     }
     expect(bound).toBe(1); // only the 12-policy limiter reached the store
@@ -472,7 +481,7 @@ describe("policy count and key shape, checked before any store call", () => {
     const limiter = new RateLimiter({ store, limits: fixedWindow({ limit: 2, window: "1m" }) });
     for (const call of [() => limiter.limit(key), () => limiter.peek(key), () => limiter.reset(key)]) {
       await expect(call()).rejects.toThrow(SluiceInputError);
-      await expect(call()).rejects.toThrow("key must be a well-formed string: it contains a lone surrogate");
+      await expect(call()).rejects.toThrow("[sluice] key must be a well-formed string without lone surrogates (stores carry UTF-8, which cannot encode them); got ");
     }
     expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
   });
@@ -881,7 +890,7 @@ describe("hand-made policies", () => {
       { ...good, kind: "mystery" },
     ];
     for (const policy of bad) {
-      expect(() => new RateLimiter({ limits: policy as never }), JSON.stringify(policy)).toThrow(/limits\[0\] must be a policy/);
+      expect(() => new RateLimiter({ limits: policy as never }), JSON.stringify(policy)).toThrow(/^\[sluice\] limits must be a policy from fixedWindow\(\), .* or a list of them; got an object$/);
     }
   });
 });
