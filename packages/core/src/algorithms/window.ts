@@ -4,7 +4,7 @@
  * @module
  */
 import { type Duration, formatMs, toMs } from "../duration.js";
-import { type PolicyCommon, ceilDiv, positiveInt, requireObject, validateName } from "./definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isDurationMs, positiveInt, requireObject, validateName } from "./definition.js";
 import { type BlockOption, blockOf } from "./penalty-box.js";
 
 /** Options of the three window algorithms. */
@@ -32,4 +32,22 @@ export function windowPolicy<K extends string>(kind: K, options: unknown): Windo
   const windowMs = toMs(options.window, "window");
   const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, "name");
   return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block) });
+}
+
+/**
+ * The parts of a window algorithm's definition that come from its options alone: the factory, the
+ * plain-data options, validation of a hand-made policy (beyond `isValid` of its own) and the
+ * largest cost (`limit`).
+ */
+export function windowParts<P extends WindowPolicy<string>>(
+  factory: (options: WindowOptions) => P,
+  isValid: (policy: Record<string, unknown>) => boolean = () => true,
+): Pick<AlgorithmDefinition<P>, "leases" | "create" | "options" | "isValid" | "maxCost"> {
+  return {
+    leases: false,
+    create: (options) => factory(options as unknown as WindowOptions),
+    options: (p) => ({ limit: p.limit, window: p.windowMs }),
+    isValid: (p) => isDurationMs(p.windowMs) && isValid(p),
+    maxCost: (p) => p.limit,
+  };
 }

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { type AlgorithmDefinition, isDurationMs, numericState, result } from "../definition.js";
-import { type WindowOptions, type WindowPolicy, windowPolicy } from "../window.js";
+import { type AlgorithmDefinition, numericState, result } from "../definition.js";
+import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
 
 /** A counter per fixed window `floor(now / windowMs)`. */
 export interface FixedWindowPolicy extends WindowPolicy<"fixedWindow"> {}
@@ -25,15 +25,11 @@ export function fixedWindow(options: WindowOptions): FixedWindowPolicy {
 }
 
 export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy> = {
+  ...windowParts(fixedWindow),
   kind: "fixedWindow",
   code: "fw",
   numWidth: 2,
   objWidth: 0,
-  leases: false,
-  create: (options) => fixedWindow(options as unknown as WindowOptions),
-  options: (p) => ({ limit: p.limit, window: p.windowMs }),
-  isValid: (p) => isDurationMs(p.windowMs),
-  maxCost: (p) => p.limit,
 
   evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
     const windowMs = policy.windowMs;

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { type AlgorithmDefinition, isDurationMs, result } from "../definition.js";
-import { type WindowOptions, type WindowPolicy, windowPolicy } from "../window.js";
+import { type AlgorithmDefinition, result } from "../definition.js";
+import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
 
 /** An exact log of (time, cost) entries inside the window. */
 export interface SlidingLogPolicy extends WindowPolicy<"slidingLog"> {}
@@ -27,15 +27,11 @@ export function slidingLog(options: WindowOptions): SlidingLogPolicy {
 }
 
 export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
+  ...windowParts(slidingLog),
   kind: "slidingLog",
   code: "sl",
   numWidth: 1,
   objWidth: 1,
-  leases: false,
-  create: (options) => slidingLog(options as unknown as WindowOptions),
-  options: (p) => ({ limit: p.limit, window: p.windowMs }),
-  isValid: (p) => isDurationMs(p.windowMs),
-  maxCost: (p) => p.limit,
 
   evaluate(policy, num, off, obj, oOff, nowUs, cost, write) {
     const windowUs = policy.windowMs * 1000;

@@ -8,8 +8,8 @@
  * @module
  */
 import { SluiceConfigError } from "../../errors.js";
-import { type AlgorithmDefinition, isDurationMs, numericState, result } from "../definition.js";
-import { type WindowOptions, type WindowPolicy, windowPolicy } from "../window.js";
+import { type AlgorithmDefinition, numericState, result } from "../definition.js";
+import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
 
 /** Counts of the previous and current window, the previous one weighted by how much of it overlaps. */
 export interface SlidingWindowPolicy extends WindowPolicy<"slidingWindow"> {}
@@ -59,15 +59,11 @@ function retryMs(W: number, limit: number, r: number, prev: number, cur: number,
 }
 
 export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = {
+  ...windowParts(slidingWindow, (p) => (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER),
   kind: "slidingWindow",
   code: "sw",
   numWidth: 3,
   objWidth: 0,
-  leases: false,
-  create: (options) => slidingWindow(options as unknown as WindowOptions),
-  options: (p) => ({ limit: p.limit, window: p.windowMs }),
-  isValid: (p) => isDurationMs(p.windowMs) && (p.limit as number) * p.windowMs <= Number.MAX_SAFE_INTEGER,
-  maxCost: (p) => p.limit,
 
   evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
     const W = policy.windowMs;
