@@ -285,8 +285,8 @@ describe("POST /auth/login", () => {
     const down = (): never => {
       throw new Error("store is down");
     };
-    // (a store the exports' concurrency limit can use: it has release, failing like the rest)
-    const brokenStore: Store = { bind: () => ({ consume: down, peek: down, reset: down, release: down }) };
+    // (every method of the contract, failing)
+    const brokenStore: Store = { bind: () => ({ consume: down, peek: down, reset: down, refund: down, release: down }) };
     const app = createApp({ store: brokenStore });
     const { get, login } = client(app);
     const denied = await login("demo");

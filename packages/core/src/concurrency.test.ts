@@ -16,14 +16,14 @@ describe("concurrency()", () => {
     expect(Object.isFrozen(p)).toBe(true);
     expect(isPolicy(p)).toBe(true);
     expect(concurrency({ limit: 2, lease: "1500ms", name: "exports" })).toMatchObject({ name: "exports", leaseMs: 1500, windowSeconds: 2 });
-    expect(() => concurrency({ limit: 0 })).toThrow("concurrency: limit must be a positive safe integer; got 0");
+    expect(() => concurrency({ limit: 0 })).toThrow("[sluice] limit must be a positive safe integer; got 0");
     expect(() => concurrency({ limit: 1.5 })).toThrow(SluiceConfigError);
-    expect(() => concurrency({ limit: 2, lease: "soon" as never })).toThrow(/concurrency: lease/);
-    expect(() => concurrency({ limit: 2, lease: 0 })).toThrow(/concurrency: lease/);
-    expect(() => concurrency({ limit: 2, name: "has space" })).toThrow(/concurrency: name/);
-    expect(() => concurrency(undefined as never)).toThrow("concurrency() needs an options object");
+    expect(() => concurrency({ limit: 2, lease: "soon" as never })).toThrow(/^\[sluice\] lease must be/);
+    expect(() => concurrency({ limit: 2, lease: 0 })).toThrow(/^\[sluice\] lease must be/);
+    expect(() => concurrency({ limit: 2, name: "has space" })).toThrow(/^\[sluice\] name must be/);
+    expect(() => concurrency(undefined as never)).toThrow("[sluice] options must be an object (the options of concurrency()); got undefined");
     // a concurrency denial ends when a request finishes: no penalty box
-    expect(() => concurrency({ limit: 2, block: "15m" } as never)).toThrow(/concurrency: block is not supported/);
+    expect(() => concurrency({ limit: 2, block: "15m" } as never)).toThrow(/^\[sluice\] block must be left out of concurrency\(\)/);
     expect(isPolicy({ ...p, block: { baseMs: 1000, factor: 1, maxMs: 1000 } })).toBe(false);
     expect(isPolicy({ ...p, leaseMs: 0 })).toBe(false);
   });
@@ -122,7 +122,7 @@ describe("RateLimiter with a concurrency policy", () => {
         expect(thrown).toMatchObject({
           code: "SLUICE_CONFIG",
           option: "store",
-          message: `[sluice] RateLimiter: store must bind each namespace to an object with consume, peek, reset, refund, release methods; its bind() returned one without ${method}()`,
+          message: `[sluice] store must be a Store whose bind(namespace) returns the methods consume, peek, reset, refund, release; got a bound namespace without ${method}()`,
         });
       }
     }

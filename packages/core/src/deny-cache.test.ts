@@ -25,7 +25,7 @@ const T0 = 1_700_000_022_000;
  * with a count of the calls that reached it. `fail` makes the next calls throw.
  */
 class RemoteStore implements Store {
-  readonly calls = { consume: 0, peek: 0, reset: 0 };
+  readonly calls = { consume: 0, peek: 0, reset: 0, refund: 0, release: 0 };
   fail = false;
   readonly memory: MemoryStore;
   constructor(clock: () => number) {
@@ -44,6 +44,8 @@ class RemoteStore implements Store {
       consume: (key, cost) => answer("consume", () => inner.consume(key, cost)),
       peek: (key) => answer("peek", () => inner.peek(key)),
       reset: (key) => answer("reset", () => inner.reset(key)),
+      refund: (key, cost, charge) => answer("refund", () => inner.refund(key, cost, charge)),
+      release: (key, lease) => answer("release", () => inner.release(key, lease)),
     };
   }
 }
@@ -255,7 +257,13 @@ describe("deny cache: what it never caches", () => {
   it("timeouts", async () => {
     const time = { local: 0 };
     const hanging: Store = {
-      bind: () => ({ consume: () => new Promise(() => {}), peek: () => new Promise(() => {}), reset: () => undefined }),
+      bind: () => ({
+        consume: () => new Promise(() => {}),
+        peek: () => new Promise(() => {}),
+        reset: () => undefined,
+        refund: () => new Promise(() => {}),
+        release: () => new Promise(() => {}),
+      }),
     };
     const limiter = new RateLimiter({ store: hanging, limits: fixedWindow({ limit: 1, window: "1m" }), timeoutMs: 5, onStoreError: "deny", denyCache: { clock: () => time.local } });
     expect((await limiter.limit("k")).reason).toBe("timeout");
@@ -317,28 +325,29 @@ describe("deny cache and dry run", () => {
 describe("configuration errors name the option", () => {
   const limits = fixedWindow({ limit: 1, window: "1m" });
   it.each([
-    [5, /RateLimiter: denyCache must be true, false or \{ maxKeys\?, clock\? \}; got 5/],
-    ["yes", /RateLimiter: denyCache must be true, false/],
-    [null, /RateLimiter: denyCache must be true, false/],
-    [{ maxKeys: 0 }, /RateLimiter: denyCache\.maxKeys must be a positive integer; got 0/],
-    [{ maxKeys: 1.5 }, /denyCache\.maxKeys must be a positive integer; got 1\.5/],
-    [{ maxKeys: "10" }, /denyCache\.maxKeys must be a positive integer; got "10"/],
-    [{ clock: 1 }, /RateLimiter: denyCache\.clock must be a function/],
-    [{ maxkeys: 10 }, /RateLimiter: denyCache takes maxKeys and clock; got an option "maxkeys"/],
-  ])("denyCache: %o", (denyCache, message) => {
+    [5, /^\[sluice\] denyCache must be true, false or \{ maxKeys\?, clock\? \}; got 5$/, "denyCache"],
+    ["yes", /^\[sluice\] denyCache must be true, false/, "denyCache"],
+    [null, /^\[sluice\] denyCache must be true, false/, "denyCache"],
+    [{ maxKeys: 0 }, /^\[sluice\] denyCache\.maxKeys must be a positive integer; got 0$/, "denyCache.maxKeys"],
+    [{ maxKeys: 1.5 }, /denyCache\.maxKeys must be a positive integer; got 1\.5/, "denyCache.maxKeys"],
+    [{ maxKeys: "10" }, /denyCache\.maxKeys must be a positive integer; got "10"/, "denyCache.maxKeys"],
+    [{ clock: 1 }, /^\[sluice\] denyCache\.clock must be a function/, "denyCache.clock"],
+    [{ maxkeys: 10 }, /^\[sluice\] denyCache\.maxkeys is not an option: denyCache takes maxKeys and clock$/, "denyCache.maxkeys"],
+  ])("denyCache: %o", (denyCache, message, option) => {
     expect(() => new RateLimiter({ limits, denyCache: denyCache as never })).toThrow(SluiceConfigError);
     expect(() => new RateLimiter({ limits, denyCache: denyCache as never })).toThrow(message);
+    expect(() => new RateLimiter({ limits, denyCache: denyCache as never })).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 
   it("mode", () => {
-    expect(() => new RateLimiter({ limits, mode: "shadow" as never })).toThrow(/RateLimiter: mode must be "enforce" or "dry-run"; got "shadow"/);
+    expect(() => new RateLimiter({ limits, mode: "shadow" as never })).toThrow(/^\[sluice\] mode must be "enforce" or "dry-run"; got "shadow"$/);
     expect(new RateLimiter({ limits }).mode).toBe("enforce");
     expect(new RateLimiter({ limits, mode: "dry-run" }).mode).toBe("dry-run");
   });
 
   it("a tiered guard's denyCache", () => {
     const options = { tiers: { free: limits }, tier: () => "free", key: () => "k" };
-    expect(() => createGuard({ ...options, denyCache: { maxKeys: -1 } })).toThrow(/^\[sluice\] createGuard: denyCache\.maxKeys must be a positive integer; got -1$/);
+    expect(() => createGuard({ ...options, denyCache: { maxKeys: -1 } })).toThrow(/^\[sluice\] denyCache\.maxKeys must be a positive integer; got -1$/);
     expect(() => createGuard({ ...options, denyCache: { maxKeys: 5 } })).not.toThrow();
   });
 });

@@ -358,7 +358,7 @@ describe("RateLimiter validation", () => {
 
 /** A store that counts calls and delegates to a MemoryStore. */
 function countingStore(inner: MemoryStore) {
-  const calls = { consume: 0, peek: 0, reset: 0 };
+  const calls = { consume: 0, peek: 0, reset: 0, refund: 0, release: 0 };
   const store: Store = {
     bind(namespace) {
       const bound = inner.bind(namespace);
@@ -366,6 +366,8 @@ function countingStore(inner: MemoryStore) {
         consume: (key, cost) => (calls.consume++, bound.consume(key, cost)),
         peek: (key) => (calls.peek++, bound.peek(key)),
         reset: (key) => (calls.reset++, bound.reset(key)),
+        refund: (key, cost, charge) => (calls.refund++, bound.refund(key, cost, charge)),
+        release: (key, lease) => (calls.release++, bound.release(key, lease)),
       };
     },
   };
@@ -438,7 +440,7 @@ describe("input errors", () => {
         await expect(call()).rejects.toThrow(SluiceInputError);
         await expect(call()).rejects.toThrow(/^\[sluice\] key must be a non-empty string; got /);
       }
-      expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+      expect(calls).toEqual({ consume: 0, peek: 0, reset: 0, refund: 0, release: 0 });
       expect(await limiter.peek("k")).toEqual(before);
       expect(memory.size).toBe(1);
     },
@@ -467,7 +469,7 @@ describe("policy count and key shape, checked before any store call", () => {
       );
     }
     expect(bound).toBe(1); // only the 12-policy limiter reached the store
-    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0, refund: 0, release: 0 });
   });
 
   it.each([
@@ -483,7 +485,7 @@ describe("policy count and key shape, checked before any store call", () => {
       await expect(call()).rejects.toThrow(SluiceInputError);
       await expect(call()).rejects.toThrow("[sluice] key must be a well-formed string without lone surrogates (stores carry UTF-8, which cannot encode them); got ");
     }
-    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0, refund: 0, release: 0 });
   });
 
   it('well-formed keys "\ufffd" and a surrogate pair are accepted, each with its own quota', async () => {
@@ -504,7 +506,7 @@ describe("policy count and key shape, checked before any store call", () => {
       await expect(call()).rejects.toThrow("[sluice] key must be at most 4096 characters; got 5000");
     }
     await expect(limiter.limit("k".repeat(4097))).rejects.toThrow(SluiceInputError);
-    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0 });
+    expect(calls).toEqual({ consume: 0, peek: 0, reset: 0, refund: 0, release: 0 });
     expect(await limiter.limit("k".repeat(4096))).toMatchObject({ allowed: true, reason: "ok" });
   });
 });
@@ -579,6 +581,8 @@ class BreakableStore implements Store {
       consume: (key, cost) => run(() => bound.consume(key, cost) as StoreResult),
       peek: (key) => run(() => bound.peek(key) as StoreResult),
       reset: (key) => run(() => bound.reset(key) as void),
+      refund: (key, cost, charge) => run(() => bound.refund(key, cost, charge) as StoreResult),
+      release: (key, lease) => run(() => bound.release(key, lease) as StoreResult),
     };
   }
 }

@@ -151,6 +151,9 @@ class BoundedSet<T> {
   }
 }
 
+/** What a bound namespace must answer (`BoundStore`, without the optional `extendTimeout`). */
+const BOUND_STORE_METHODS = ["consume", "peek", "reset", "refund", "release"] as const;
+
 /** The lease decimal forms `limit()` hands out: a positive safe integer without leading zeros. */
 const LEASE_TEXT = /^[1-9][0-9]{0,15}$/;
 
@@ -328,10 +331,15 @@ export class RateLimiter {
     this.#memory = this.#bound instanceof MemoryBinding ? this.#bound : undefined;
     this.#concurrent = this.policies.some(holdsLeases);
     this.#concurrencyNames = new Set(this.policies.filter(holdsLeases).map((p) => p.name));
-    if (this.#concurrent && typeof this.#bound.release !== "function") {
-      throw new SluiceConfigError(
-        "RateLimiter: a concurrency() limit needs a store that can release leases, and this store's bound namespace has no release(key, lease) method",
-      );
+    // the whole contract, refund and release included, is checked here rather than at the first
+    // refund or lease (a store written before they were required fails now, not in production)
+    for (const method of BOUND_STORE_METHODS) {
+      if (typeof this.#bound[method] !== "function") {
+        throw new SluiceConfigError(
+          `store must be a Store whose bind(namespace) returns the methods ${BOUND_STORE_METHODS.join(", ")}; got a bound namespace without ${method}()`,
+          { option: "store" },
+        );
+      }
     }
   }
 
@@ -513,14 +521,10 @@ export class RateLimiter {
 
   /** The store's refund of `units` for `charge` (`undefined`: the latest charges). */
   async #refund(key: string, units: number, charge: RefundCharge | undefined): Promise<Decision> {
-    const refund = this.#bound.refund;
-    if (refund === undefined) {
-      throw new SluiceConfigError("RateLimiter.refund: the store's bound namespace has no refund(key, cost, charge) method");
-    }
     this.#forgetDenial(key);
     let result: MaybePromise<StoreResult>;
     try {
-      result = refund.call(this.#bound, key, units, charge);
+      result = this.#bound.refund(key, units, charge);
     } catch (error) {
       // thrown before any I/O: nothing was applied
       throw error instanceof SluiceStoreError || error instanceof SluiceConfigError || error instanceof SluiceInputError
@@ -578,10 +582,10 @@ export class RateLimiter {
     this.#forgetDenial(key);
     // a lease the fallback store acquired while the store was down lives there: freed there
     const inFallback = this.#fallbackLeases.delete(id);
-    const freed = inFallback ? this.#fallback?.release?.(key, id) : (this.#fallback?.release?.(key, id), undefined);
+    const freed = inFallback ? this.#fallback?.release(key, id) : (this.#fallback?.release(key, id), undefined);
     let result: MaybePromise<StoreResult>;
     try {
-      result = (this.#bound.release as NonNullable<BoundStore["release"]>).call(this.#bound, key, id);
+      result = this.#bound.release(key, id);
       if (isThenable(result)) result = await this.#withTimeout(result);
     } catch (error) {
       if (freed === undefined || isThenable(freed)) throw error;

@@ -345,8 +345,8 @@ describe("RateLimiter over MemoryStore's own namespace", () => {
     consume: (key: string, cost: number, lease?: number) => b.consume(key, cost, lease),
     peek: (key: string) => b.peek(key),
     reset: (key: string) => b.reset(key),
-    refund: (key: string, cost: number, charge?: RefundCharge) => b.refund!(key, cost, charge),
-    release: (key: string, lease: number) => b.release!(key, lease),
+    refund: (key: string, cost: number, charge?: RefundCharge) => b.refund(key, cost, charge),
+    release: (key: string, lease: number) => b.release(key, lease),
   });
 
   it("decides exactly as through consume() and its StoreResult, for every algorithm, tier and cost", async () => {

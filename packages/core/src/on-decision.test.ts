@@ -177,6 +177,8 @@ describe("onDecision", () => {
         consume: () => Promise.reject(new Error("ECONNREFUSED")),
         peek: () => Promise.reject(new Error("ECONNREFUSED")),
         reset: () => Promise.reject(new Error("ECONNREFUSED")),
+        refund: () => Promise.reject(new Error("ECONNREFUSED")),
+        release: () => Promise.reject(new Error("ECONNREFUSED")),
       }),
     };
     const failing = createGuard({ limiter: new RateLimiter({ store: broken, limits: fixedWindow({ limit: 1, window: "1m" }), onStoreError: "deny" }), key: byApiKey, onDecision });
@@ -186,7 +188,13 @@ describe("onDecision", () => {
     const asyncStore: Store = {
       bind(namespace) {
         const bound = inner.bind(namespace);
-        return { consume: async (k, c) => bound.consume(k, c), peek: async (k) => bound.peek(k), reset: async (k) => bound.reset(k) };
+        return {
+          consume: async (k, c) => bound.consume(k, c),
+          peek: async (k) => bound.peek(k),
+          reset: async (k) => bound.reset(k),
+          refund: async (k, c, charge) => bound.refund(k, c, charge),
+          release: async (k, lease) => bound.release(k, lease),
+        };
       },
     };
     const cached = createGuard({ limiter: new RateLimiter({ store: asyncStore, limits: fixedWindow({ limit: 1, window: "1m" }) }), key: byApiKey, onDecision });

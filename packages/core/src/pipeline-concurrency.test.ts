@@ -6,7 +6,6 @@
  */
 import { describe, expect, it } from "vitest";
 import {
-  type BoundStore,
   MemoryStore,
   QUOTA_EXCEEDED_TYPE,
   RateLimiter,
@@ -137,8 +136,14 @@ describe("handle: the lease is held until the response has been produced", () =>
     const inner = new MemoryStore();
     const broken: Store = {
       bind(namespace) {
-        const bound = inner.bind(namespace) as Required<BoundStore>;
-        return { ...bound, consume: bound.consume.bind(bound), peek: bound.peek.bind(bound), reset: bound.reset.bind(bound), release: () => Promise.reject(new Error("redis went away")) };
+        const bound = inner.bind(namespace);
+        return {
+          consume: bound.consume.bind(bound),
+          peek: bound.peek.bind(bound),
+          reset: bound.reset.bind(bound),
+          refund: bound.refund.bind(bound),
+          release: () => Promise.reject(new Error("redis went away")),
+        };
       },
     };
     const brokenLimiter = limiterOf(1, { store: broken, onStoreFailure: (error) => failures.push(error) });

@@ -282,8 +282,9 @@ describe("countWhen: only the requests that should count", () => {
           reset: async (key: string) => bound.reset(key),
           refund: async (key: string, cost: number, at: RefundCharge | undefined) => {
             if (mode === "reject") throw new Error("store down");
-            return bound.refund!(key, cost, at);
+            return bound.refund(key, cost, at);
           },
+          release: async (key: string, lease: number) => bound.release(key, lease),
         };
       },
     };
@@ -346,7 +347,13 @@ describe("checkNow: the outcome in place when every step answers in place", () =
     const remote = {
       bind(namespace: Parameters<MemoryStore["bind"]>[0]) {
         const bound = memory.bind(namespace);
-        return { consume: async (k: string, c: number) => bound.consume(k, c), peek: async (k: string) => bound.peek(k), reset: async (k: string) => bound.reset(k) };
+        return {
+          consume: async (k: string, c: number) => bound.consume(k, c),
+          peek: async (k: string) => bound.peek(k),
+          reset: async (k: string) => bound.reset(k),
+          refund: async (k: string, c: number, charge: RefundCharge | undefined) => bound.refund(k, c, charge),
+          release: async (k: string, lease: number) => bound.release(k, lease),
+        };
       },
     };
     const variants: PipelineOptions<Args>[] = [

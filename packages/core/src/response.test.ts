@@ -129,6 +129,8 @@ describe("the default 429", () => {
         consume: () => Promise.reject(new Error("connection refused")),
         peek: () => Promise.reject(new Error("connection refused")),
         reset: () => Promise.reject(new Error("connection refused")),
+        refund: () => Promise.reject(new Error("connection refused")),
+        release: () => Promise.reject(new Error("connection refused")),
       }),
     };
     const limiter = new RateLimiter({ store: down, limits: fixedWindow({ limit: 5, window: "1m", name: "login" }), onStoreError: "deny" });

@@ -35,8 +35,8 @@ class SlowStore implements Store {
       consume: (key, cost) => later(() => inner.consume(key, cost) as StoreResult),
       peek: (key) => later(() => inner.peek(key) as StoreResult),
       reset: (key) => later(() => inner.reset(key) as void),
-      refund: (key, cost, charge) => later(() => inner.refund?.(key, cost, charge) as StoreResult),
-      release: (key, lease) => later(() => inner.release?.(key, lease) as StoreResult),
+      refund: (key, cost, charge) => later(() => inner.refund(key, cost, charge) as StoreResult),
+      release: (key, lease) => later(() => inner.release(key, lease) as StoreResult),
     };
     if (this.extendable) {
       bound.extendTimeout = (waitedMs, timeoutMs) => {

@@ -139,7 +139,9 @@ export interface StoreNamespace {
 
 /**
  * A store bound to one namespace. Each call runs a whole decision for one key — all policies —
- * atomically, with the store's own clock.
+ * atomically, with the store's own clock. Every method but {@link BoundStore.extendTimeout} is
+ * required: a `RateLimiter` refuses, at construction, a store whose bound namespace lacks `refund`
+ * or `release` (`SluiceConfigError`, option `"store"`).
  */
 export interface BoundStore {
   /**
@@ -158,16 +160,17 @@ export interface BoundStore {
    * (`undefined`: the key's latest charges), never more than the state holds, never above a
    * policy's quota, and never letting any span admit more than it would have had that request
    * never been made (see `refundState` in `@sluice/core/store`). Answers the state afterwards, as
-   * `peek` does. Optional for stores written before refunds; `RateLimiter.refund` needs it.
+   * `peek` does. `RateLimiter.refund` and the pipeline's `countWhen` call it.
    */
-  refund?(key: string, cost: number, charge: RefundCharge | undefined): MaybePromise<StoreResult>;
+  refund(key: string, cost: number, charge: RefundCharge | undefined): MaybePromise<StoreResult>;
   /**
    * Frees the slot `lease` holds on every concurrency policy of `key`, atomically (expired leases
    * are dropped too). Idempotent: an unknown, already released or expired lease is a no-op.
-   * Answers the state afterwards, as `peek` does. Optional for stores written before concurrency
-   * limits; a `RateLimiter` with a `concurrency()` policy needs it.
+   * Answers the state afterwards, as `peek` does. A namespace without a `concurrency()` policy
+   * holds no leases: there it only answers the state. `RateLimiter.release` and the pipeline (when
+   * a response is done) call it.
    */
-  release?(key: string, lease: number): MaybePromise<StoreResult>;
+  release(key: string, lease: number): MaybePromise<StoreResult>;
   /**
    * Optional, for a store that can tell a busy server from a hung one. A limiter whose `timeoutMs`
    * is left at its default asks it when a call has waited `waitedMs` (at first `timeoutMs`) with

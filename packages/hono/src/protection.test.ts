@@ -136,6 +136,8 @@ describe("deny cache", () => {
           consume: async (key, cost) => (consumes++, inner.consume(key, cost)),
           peek: async (key) => inner.peek(key),
           reset: async (key) => inner.reset(key),
+          refund: async (key, cost, charge) => inner.refund(key, cost, charge),
+          release: async (key, lease) => inner.release(key, lease),
         };
       },
     };

@@ -37,8 +37,10 @@ describe("instrumentDecisions", () => {
     await get(tiered, "f1");
     await get(tiered, "t1");
     await get(tiered, "t1"); // would be denied: served, counted as a dry-run denial
-    const down: Store = { bind: () => ({ consume: () => Promise.reject(new Error("down")), peek: () => Promise.reject(new Error("down")), reset: () => Promise.reject(new Error("down")) }) };
-    const hung: Store = { bind: () => ({ consume: () => new Promise(() => {}), peek: () => new Promise(() => {}), reset: () => new Promise(() => {}) }) };
+    const rejecting = () => Promise.reject(new Error("down"));
+    const hanging = () => new Promise<never>(() => {});
+    const down: Store = { bind: () => ({ consume: rejecting, peek: rejecting, reset: rejecting, refund: rejecting, release: rejecting }) };
+    const hung: Store = { bind: () => ({ consume: hanging, peek: hanging, reset: hanging, refund: hanging, release: hanging }) };
     const failing = createGuard({ limiter: new RateLimiter({ store: down, limits: fixedWindow({ limit: 1, window: "1m", name: "down" }), onStoreError: "deny" }), key: byApiKey, onDecision });
     const slow = createGuard({ limiter: new RateLimiter({ store: hung, limits: fixedWindow({ limit: 1, window: "1m", name: "hung" }), timeoutMs: 20 }), key: byApiKey, onDecision });
     await get(failing, "x");

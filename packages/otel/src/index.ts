@@ -192,14 +192,8 @@ export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): O
   };
 }
 
-/** The operations a bound store may have; each present one is instrumented. */
+/** The operations of a bound store, each instrumented. */
 type Operation = "consume" | "peek" | "reset" | "refund" | "release";
-
-/** A bound store with the optional `refund` and `release` (stores written before them lack them). */
-type AnyBoundStore = BoundStore & {
-  refund?(key: string, cost: number, charge: Parameters<NonNullable<BoundStore["refund"]>>[2]): MaybePromise<StoreResult>;
-  release?(key: string, lease: number): MaybePromise<StoreResult>;
-};
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
   return value != null && typeof (value as { then?: unknown }).then === "function";
@@ -277,7 +271,7 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
 
   return {
     bind(namespace: StoreNamespace): BoundStore {
-      const bound = store.bind(namespace) as AnyBoundStore;
+      const bound = store.bind(namespace);
       const base: Attributes = { [ATTR_SLUICE_STORE]: storeName };
       if (namespace.tier !== undefined) base[ATTR_SLUICE_TIER] = namespace.tier;
       const spanBase: Attributes = { ...base, [ATTR_SLUICE_PREFIX]: namespace.prefix };
@@ -328,20 +322,20 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
         histogram().record(seconds, measured);
       }
 
-      const wrapped: AnyBoundStore = {
-        // the lease (a concurrency cap's) is passed on only when there is one: a store written
-        // before concurrency limits sees the call it always saw
+      const wrapped: BoundStore = {
+        // the lease (a concurrency cap's) is passed on only when there is one: the store sees
+        // consume(key, cost) as before for a namespace without a concurrency policy
         consume: (key, cost, lease) => call("consume", cost, () => (lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease))),
         peek: (key) => call("peek", undefined, () => bound.peek(key)),
         reset: (key) => call("reset", undefined, () => bound.reset(key)),
+        refund: (key, cost, charge) => call("refund", cost, () => bound.refund(key, cost, charge)),
+        release: (key, lease) => call("release", undefined, () => bound.release(key, lease)),
       };
-      const refund = bound.refund;
-      if (typeof refund === "function") {
-        wrapped.refund = (key, cost, charge) => call("refund", cost, () => refund.call(bound, key, cost, charge));
-      }
-      const release = bound.release;
-      if (typeof release === "function") {
-        wrapped.release = (key, lease) => call("release", undefined, () => release.call(bound, key, lease));
+      // a store that lacks a method of the contract (one written before refund and release were
+      // required) is handed on without it, so that the RateLimiter refuses it at construction as
+      // it would refuse the store itself, instead of failing at the first refund
+      for (const method of ["refund", "release"] as const) {
+        if (typeof bound[method] !== "function") delete (wrapped as Partial<BoundStore>)[method];
       }
       return wrapped;
     },

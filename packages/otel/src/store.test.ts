@@ -3,7 +3,8 @@
  * status, exception events), exact histogram counts and attributes; the store's behaviour unchanged.
  */
 import { type Context, type ContextManager, ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
-import { MemoryStore, RateLimiter, SluiceStoreError, type Store, concurrency, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
+import { MemoryStore, RateLimiter, SluiceConfigError, SluiceStoreError, type Store, concurrency, fixedWindow, slidingWindow, tokenBucket } from "@sluice/core";
+import type { StoreNamespace } from "@sluice/core/store";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   INSTRUMENTATION_SCOPE,
@@ -170,6 +171,8 @@ describe("instrumentStore over MemoryStore", () => {
             },
             peek: (key) => bound.peek(key),
             reset: (key) => bound.reset(key),
+            refund: (key, cost, charge) => bound.refund(key, cost, charge),
+            release: (key, lease) => bound.release(key, lease),
           };
         },
       };
@@ -193,6 +196,8 @@ describe("instrumentStore over a failing store", () => {
         },
         peek: () => Promise.reject(error),
         reset: () => Promise.reject(error),
+        refund: () => Promise.reject(error),
+        release: () => Promise.reject(error),
       }),
     };
   }
@@ -249,8 +254,9 @@ describe("instrumentStore's arguments", () => {
     expect(() => instrumentStore(new MemoryStore(), { name: "" })).toThrow("name must be a non-empty string");
   });
 
-  it("forwards refund when the wrapped store has it, as a span of its own", async () => {
+  it("forwards refund, as a span of its own", async () => {
     const inner = new MemoryStore({ clock: () => T0 });
+    const refunds: unknown[][] = [];
     const store: Store = {
       bind(ns) {
         const bound = inner.bind(ns);
@@ -258,25 +264,39 @@ describe("instrumentStore's arguments", () => {
           consume: (k, c) => bound.consume(k, c),
           peek: (k) => bound.peek(k),
           reset: (k) => bound.reset(k),
-          refund: (k: string) => bound.peek(k),
-        } as ReturnType<Store["bind"]>;
+          refund: (k, c, charge) => (refunds.push([k, c, charge]), bound.refund(k, c, charge)),
+          release: (k, lease) => bound.release(k, lease),
+        };
       },
     };
-    const withRefund = instrumentStore(store, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] }) as ReturnType<Store["bind"]> & {
-      refund?: (key: string, cost: number, chargedAt: number | undefined) => unknown;
-    };
-    expect(typeof withRefund.refund).toBe("function");
-    withRefund.refund?.("k", 2, undefined);
+    const wrapped = instrumentStore(store, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] });
+    const charge = { atMs: T0, marks: undefined };
+    wrapped.refund("k", 2, charge);
+    expect(refunds).toEqual([["k", 2, charge]]);
     expect(sdk.spans().map((s) => [s.name, s.attributes["sluice.cost"], s.attributes["sluice.allowed"]])).toEqual([["sluice.store refund", 2, true]]);
-    const plain: Store = {
-      bind(ns) {
+  });
+
+  it("a store without refund or release (written before they were required) stays without them: the RateLimiter refuses it at construction", () => {
+    const inner = new MemoryStore({ clock: () => T0 });
+    const old = {
+      bind(ns: StoreNamespace) {
         const bound = inner.bind(ns);
-        return { consume: (k, c) => bound.consume(k, c), peek: (k) => bound.peek(k), reset: (k) => bound.reset(k) };
+        return { consume: (k: string, c: number) => bound.consume(k, c), peek: (k: string) => bound.peek(k), reset: (k: string) => bound.reset(k) };
       },
+    } as unknown as Store;
+    const wrapped = instrumentStore(old, providers);
+    const without = wrapped.bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] });
+    expect(["refund" in without, "release" in without]).toEqual([false, false]);
+    const refusal = (store: Store) => {
+      try {
+        new RateLimiter({ store, limits: fixedWindow({ limit: 3, window: "1m" }) });
+      } catch (error) {
+        return [error instanceof SluiceConfigError, (error as SluiceConfigError).option, (error as Error).message];
+      }
+      return undefined;
     };
-    const without = instrumentStore(plain, providers).bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] });
-    expect("refund" in without).toBe(false);
-    expect("release" in without).toBe(false);
+    expect(refusal(wrapped)).toEqual(refusal(old));
+    expect(refusal(wrapped)).toEqual([true, "store", expect.stringMatching(/without refund\(\)$/)]);
   });
 
   it("passes a concurrency lease through consume and forwards release, as a span of its own", async () => {
