@@ -17,8 +17,9 @@
  *
  * @module
  */
-import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
+import type { Policy } from "@sluice/core";
 import fc from "fast-check";
+import { REFERENCE_ALGORITHM_LIST } from "./algorithms/index.js";
 
 /** 42 s into a minute: where every run's clock starts. */
 export const AGREEMENT_T0 = 1_700_000_022_000;
@@ -31,20 +32,12 @@ export function costOf(request: Request): number {
   return Number(request.headers.get(COST_HEADER) ?? "1");
 }
 
-/** One random policy of each windowed or bucket kind (small quotas, so denials are frequent). */
+/**
+ * One random policy of each kind the runs take (small quotas, so denials are frequent): each kind's
+ * own arbitrary (`algorithms/<kind>.ts`), in the registry's order.
+ */
 const policyArbitrary = (name: string): fc.Arbitrary<Policy> =>
-  fc.oneof(
-    fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs: fc.integer({ min: 1, max: 90 }).map((s) => s * 1000) }).map(({ limit, windowMs }) => fixedWindow({ limit, window: windowMs, name })),
-    fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs: fc.integer({ min: 1, max: 90 }).map((s) => s * 1000) }).map(({ limit, windowMs }) => slidingWindow({ limit, window: windowMs, name })),
-    fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs: fc.integer({ min: 500, max: 90_000 }) }).map(({ limit, windowMs }) => slidingLog({ limit, window: windowMs, name })),
-    fc.record({ capacity: fc.integer({ min: 1, max: 5 }), refillRate: fc.integer({ min: 1, max: 3 }), intervalMs: fc.integer({ min: 200, max: 20_000 }) }).map(({ capacity, refillRate, intervalMs }) =>
-      tokenBucket({ capacity, refillRate, interval: intervalMs, name }),
-    ),
-    // no queue: a shaped request would wait delayMs in real time
-    fc.record({ rate: fc.integer({ min: 1, max: 5 }), periodMs: fc.integer({ min: 200, max: 20_000 }), burst: fc.integer({ min: 1, max: 5 }) }).map(({ rate, periodMs, burst }) =>
-      leakyBucket({ rate, period: periodMs, burst, name }),
-    ),
-  );
+  fc.oneof(...REFERENCE_ALGORITHM_LIST.flatMap((algorithm) => (algorithm.agreementArbitrary === null ? [] : [algorithm.agreementArbitrary(name)])));
 
 /** Limits (one to three policies, named apart) and a sequence of requests: a clock move in ms, then a cost. */
 export interface AgreementCase {

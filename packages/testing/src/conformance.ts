@@ -29,6 +29,7 @@ import {
 } from "@sluice/core";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants } from "./invariants.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
@@ -427,19 +428,20 @@ export function testStore(options: TestStoreOptions): void {
       };
 
       it("t counts to the next unit, not to the full quota, for every algorithm", async () => {
-        // each case: exhaust it, then the 429's t equals Retry-After (t used to be the time back to the
-        // full quota: 15 s for both buckets, 100 s for the sliding window)
-        const cases: [Policy, number, string, string][] = [
-          [tokenBucket({ capacity: 3, refillRate: 1, interval: "5s", name: "tb" }), 3, '"tb";r=0;t=5', "5"],
-          [leakyBucket({ rate: 1, period: "5s", burst: 3, name: "lb" }), 3, '"lb";r=0;t=5', "5"],
-          [fixedWindow({ limit: 3, window: "1m", name: "fw" }), 3, '"fw";r=0;t=60', "60"],
+        // each case (the policy, when its burst starts, the burst's size, the 429's RateLimit and
+        // Retry-After): exhaust it, then the 429's t equals Retry-After (t used to be the time back to
+        // the full quota: 15 s for both buckets, 100 s for the sliding window)
+        const cases: [Policy, number, number, string, string][] = [
+          [tokenBucket({ capacity: 3, refillRate: 1, interval: "5s", name: "tb" }), 0, 3, '"tb";r=0;t=5', "5"],
+          [leakyBucket({ rate: 1, period: "5s", burst: 3, name: "lb" }), 0, 3, '"lb";r=0;t=5', "5"],
+          [fixedWindow({ limit: 3, window: "1m", name: "fw" }), 0, 3, '"fw";r=0;t=60', "60"],
           // 10 counted 20 s into a 60 s window: after the roll (40 s) the previous count must weigh 9 or less (6 s more)
-          [slidingWindow({ limit: 10, window: "1m", name: "sw" }), 10, '"sw";r=0;t=46', "46"],
-          [slidingLog({ limit: 3, window: "100s", name: "sl" }), 3, '"sl";r=0;t=100', "100"],
+          [slidingWindow({ limit: 10, window: "1m", name: "sw" }), 20_000, 10, '"sw";r=0;t=46', "46"],
+          [slidingLog({ limit: 3, window: "100s", name: "sl" }), 0, 3, '"sl";r=0;t=100', "100"],
         ];
-        for (const [policy, n, rateLimit, retryAfter] of cases) {
+        for (const [policy, startMs, n, rateLimit, retryAfter] of cases) {
           const l = limiter(policy);
-          at(policy.kind === "slidingWindow" ? 20_000 : 0);
+          at(startMs);
           const allowed = await burst(l, "k", n);
           expect(allowed.every((d) => d.allowed)).toBe(true);
           const denied = await l.limit("k");
@@ -840,7 +842,7 @@ export function testStore(options: TestStoreOptions): void {
               const refCharges = new Map<Decision, { atMs: number; snapshots: readonly number[] }>();
               // the decisions that acquired a lease, per key (released or not: a release is idempotent)
               const leases = new Map<string, Decision[]>();
-              const concurrent = policies.some((p) => p.kind === "concurrency");
+              const concurrent = holdsLeases(policies);
               let t = T0 + 7;
               for (const step of steps) {
                 t += step.dt;
@@ -940,7 +942,7 @@ export async function replayCase(
   hooks: { limiter: (policies: Policy[]) => RateLimiter; setNow: (ms: number) => void },
 ): Promise<void> {
   const l = hooks.limiter(vectorCase.limits.map(policyFromSpec));
-  const concurrent = l.policies.some((p) => p.kind === "concurrency");
+  const concurrent = holdsLeases(l.policies);
   const decisions: Decision[] = [];
   for (const [i, step] of vectorCase.steps.entries()) {
     hooks.setNow(step.at);

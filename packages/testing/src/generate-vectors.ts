@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Decision, MemoryStore, RateLimiter } from "@sluice/core";
 import { T0 } from "./suite-shared.js";
+import { holdsLeases, referenceOf } from "./algorithms/index.js";
 import { ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec, runStep } from "./vectors.js";
 
@@ -27,18 +28,9 @@ const KEYS = ["alice", "user:42", "{tag}:x", "caf\u00e9 \u2603", "k"];
 function randomCase(name: string, limits: PolicySpec[], seed: number, length: number, spanMs: number): Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] } {
   const rand = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
-  const concurrent = limits.some((l) => l.kind === "concurrency");
-  const fits = Math.min(
-    ...limits.map((l) =>
-      l.kind === "tokenBucket"
-        ? l.options.capacity
-        : l.kind === "leakyBucket"
-          ? l.options.burst + (l.options.queue ?? 0)
-          : l.kind === "concurrency"
-            ? Infinity // one slot whatever the cost
-            : l.options.limit,
-    ),
-  );
+  const concurrent = holdsLeases(limits);
+  // the largest cost every policy can admit (a concurrency cap: any, one slot whatever the cost)
+  const fits = Math.min(...limits.map((l) => referenceOf(l.kind).maxCost(l.options)));
   const maxCost = fits === Infinity ? 3 : fits;
   let at = T0 + Math.floor(rand() * 5000);
   const plan: Omit<VectorStep, "expect">[] = [];
@@ -258,8 +250,7 @@ const single: PolicySpec[] = [
   { kind: "leakyBucket", options: { rate: 3, period: "1s", burst: 2, queue: 4 } },
 ];
 for (const spec of single) {
-  const span = spec.kind === "tokenBucket" || spec.kind === "leakyBucket" ? 3000 : Math.min(20_000, "window" in spec.options && spec.options.window === "1d" ? 20_000 : 12_000);
-  random.push(randomCase(`random ${spec.kind} ${JSON.stringify(spec.options)}`, [spec], seed++, 80, span));
+  random.push(randomCase(`random ${spec.kind} ${JSON.stringify(spec.options)}`, [spec], seed++, 80, referenceOf(spec.kind).vectorSpanMs(spec.options)));
 }
 const tiers: PolicySpec[][] = [
   [

@@ -1,17 +1,29 @@
 /**
  * The kit's modules import each other without a cycle (the conformance suite once imported the
  * key-schema suite, which imported the conformance suite back for `T0` and `uniquePrefix`; both
- * now come from `suite-shared.ts`). Every relative import counts, `import type` included.
+ * now come from `suite-shared.ts`). Every relative import counts, `import type` included, in
+ * `src/` and its folders (`algorithms/`).
  */
 import { readFileSync, readdirSync } from "node:fs";
+import { posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const srcDir = fileURLToPath(new URL(".", import.meta.url));
 
-/** `from "./x.js"` → `x.ts`, for every static import or re-export of a sibling module. */
-function relativeImports(source: string): string[] {
-  return [...source.matchAll(/\bfrom\s+"\.\/([\w.-]+)\.js"/g)].map((m) => `${m[1]}.ts`);
+/**
+ * `from "./x.js"` → `x.ts`, for every static import or re-export of a module of the kit, as a path
+ * relative to `src/` (`file` is the importing module's, relative to `src/` too).
+ */
+function relativeImports(source: string, file = "index.ts"): string[] {
+  return [...source.matchAll(/\bfrom\s+"(\.\.?\/[\w./-]+)\.js"/g)].map((m) => `${posix.join(posix.dirname(file), m[1]!)}.ts`);
+}
+
+/** Every `.ts` file under `src/`, relative to it. */
+function sourceFiles(dir = ""): string[] {
+  return readdirSync(`${srcDir}${dir}`, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(`${dir}${e.name}/`) : e.name.endsWith(".ts") ? [`${dir}${e.name}`] : [],
+  );
 }
 
 /** One cycle of the graph as a path `a → b → a`, or `undefined` when it has none. */
@@ -39,6 +51,13 @@ function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | un
 }
 
 describe("module graph of @sluice/testing", () => {
+  it("resolves the imports of a module in a folder against that folder", () => {
+    expect(relativeImports('import { a } from "./definition.js";\nexport { b } from "../vectors.js";', "algorithms/x.ts")).toEqual([
+      "algorithms/definition.ts",
+      "vectors.ts",
+    ]);
+  });
+
   it("finds a cycle when there is one (the check can fail)", () => {
     const graph = new Map([
       ["conformance.ts", relativeImports('import { testKeySchema } from "./key-schema.js";')],
@@ -48,11 +67,14 @@ describe("module graph of @sluice/testing", () => {
     expect(findCycle(new Map([["a.ts", ["b.ts"]], ["b.ts", []]]))).toBeUndefined();
   });
 
-  it("has no import cycle among src/*.ts", () => {
-    const files = readdirSync(srcDir).filter((f) => f.endsWith(".ts"));
-    const graph = new Map(files.map((f) => [f, relativeImports(readFileSync(`${srcDir}${f}`, "utf8"))]));
+  it("has no import cycle among src/**/*.ts", () => {
+    const files = sourceFiles();
+    const graph = new Map(files.map((f) => [f, relativeImports(readFileSync(`${srcDir}${f}`, "utf8"), f)]));
     expect(graph.get("conformance.ts")).toContain("key-schema.ts");
     expect(graph.get("key-schema.ts")).toContain("suite-shared.ts");
+    expect(graph.get("reference.ts")).toContain("algorithms/index.ts");
+    expect(graph.get("algorithms/index.ts")).toContain("algorithms/fixedWindow.ts");
+    expect(graph.get("algorithms/fixedWindow.ts")).toEqual(["algorithms/definition.ts"]);
     expect(findCycle(graph)).toBeUndefined();
   });
 });

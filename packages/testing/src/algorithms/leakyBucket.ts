@@ -1,0 +1,103 @@
+/**
+ * The leaky bucket, as the test kit knows it: a meter whose water drains at one µs per µs, the
+ * bound "at most `burst + queue` units at once, then one per emission interval", and its random
+ * options.
+ *
+ * @module
+ */
+import { leakyBucket } from "@sluice/core";
+import fc from "fast-check";
+import {
+  type Model,
+  type ModelCharge,
+  type PolicyOf,
+  type ReferenceAlgorithm,
+  type SpecCommon,
+  bucketBound,
+  bucketTimeScalesMs,
+  ceilDiv,
+  smallWindowMs,
+} from "./definition.js";
+
+/** The options of a leaky bucket's spec. */
+export interface LeakyBucketSpecOptions extends SpecCommon {
+  rate: number;
+  period: number | string;
+  burst: number;
+  queue?: number;
+}
+
+/** Leaky bucket as a meter: water (µs of backlog) drains at 1 µs per µs; a request pours cost × T. */
+class LeakyBucketModel implements Model {
+  readonly water = { level: 0, at: 0 };
+  readonly maxCost: number;
+  readonly T: number;
+  constructor(readonly policy: PolicyOf<"leakyBucket">) {
+    this.maxCost = policy.burst + policy.queue;
+    this.T = ceilDiv(policy.periodMs * 1000, policy.rate);
+  }
+  private levelAt(nowMs: number) {
+    return Math.max(0, this.water.level - (nowMs - this.water.at) * 1000);
+  }
+  check(nowMs: number, cost: number) {
+    const level = this.levelAt(nowMs);
+    const poured = level + cost * this.T;
+    const { burst, queue } = this.policy;
+    if (poured <= burst * this.T) {
+      return { allowed: true, remaining: Math.floor((burst * this.T - poured) / this.T), resetAt: ceilDiv(nowMs * 1000 + poured, 1000), delayMs: 0 };
+    }
+    if (poured <= (burst + queue) * this.T) {
+      return { allowed: true, remaining: 0, resetAt: ceilDiv(nowMs * 1000 + poured, 1000), delayMs: ceilDiv(poured - burst * this.T, 1000) };
+    }
+    return { allowed: false, ...this.now(nowMs), delayMs: 0 };
+  }
+  commit(nowMs: number, cost: number) {
+    this.water.level = this.levelAt(nowMs) + cost * this.T;
+    this.water.at = nowMs;
+  }
+  refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
+    // water out, the bucket never below empty, and never more than the charge still weighs: the
+    // water right after it, less what drained since and what was given back of it already
+    const level = this.levelAt(nowMs);
+    let back = Math.min(cost * this.T, level);
+    if (charge !== undefined) back = Math.min(back, charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    if (back <= 0) return;
+    this.water.level = level - back;
+    this.water.at = nowMs;
+  }
+  snapshot() {
+    return this.water.level;
+  }
+  now(nowMs: number) {
+    const level = this.levelAt(nowMs);
+    return {
+      remaining: Math.max(0, Math.floor((this.policy.burst * this.T - level) / this.T)),
+      resetAt: ceilDiv(nowMs * 1000 + level, 1000),
+    };
+  }
+}
+
+export const leakyBucketReference: ReferenceAlgorithm<"leakyBucket", LeakyBucketSpecOptions> = {
+  kind: "leakyBucket",
+  leases: false,
+  create: (options) => leakyBucket(options as Parameters<typeof leakyBucket>[0]),
+  model: (policy) => new LeakyBucketModel(policy),
+  violatedBound: bucketBound,
+  timeScalesMs: bucketTimeScalesMs,
+  arbitrary: {
+    options: fc.record({
+      rate: fc.integer({ min: 1, max: 7 }),
+      period: smallWindowMs,
+      burst: fc.integer({ min: 1, max: 6 }),
+      queue: fc.integer({ min: 0, max: 3 }),
+    }),
+    weight: 15,
+  },
+  // no queue: a shaped request would wait delayMs in real time
+  agreementArbitrary: (name) =>
+    fc
+      .record({ rate: fc.integer({ min: 1, max: 5 }), periodMs: fc.integer({ min: 200, max: 20_000 }), burst: fc.integer({ min: 1, max: 5 }) })
+      .map(({ rate, periodMs, burst }) => leakyBucket({ rate, period: periodMs, burst, name })),
+  maxCost: (options) => options.burst + (options.queue ?? 0),
+  vectorSpanMs: () => 3000,
+};
