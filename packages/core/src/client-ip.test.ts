@@ -224,7 +224,7 @@ describe("option validation", () => {
     (trust) => {
       const call = () => clientIp(request(ALL_HEADERS), { trust } as unknown as ClientIpOptions);
       expect(call).toThrow(SluiceConfigError);
-      expect(call).toThrow(/^\[sluice\] clientIp: trust must be "cloudflare", "vercel" or a positive integer count of trusted proxies; got /);
+      expect(call).toThrow(/^\[sluice\] trust must be "cloudflare", "vercel" or a positive integer count of trusted proxies; got /);
     },
   );
 
@@ -236,18 +236,18 @@ describe("option validation", () => {
   it.each([0, 129, 64.5, -64, Number.NaN, "64", null])("ipv6Subnet %j → SluiceConfigError naming ipv6Subnet", (ipv6Subnet) => {
     const options = { trust: "cloudflare", ipv6Subnet } as unknown as ClientIpOptions;
     expect(() => clientIp(request(ALL_HEADERS), options)).toThrow(SluiceConfigError);
-    expect(() => clientIp(request(ALL_HEADERS), options)).toThrow(/^\[sluice\] clientIp: ipv6Subnet must be an integer from 1 to 128; got /);
-    expect(() => normalizeIp("2001:db8::1", options)).toThrow(/^\[sluice\] normalizeIp: ipv6Subnet must be an integer from 1 to 128; got /);
+    expect(() => clientIp(request(ALL_HEADERS), options)).toThrow(/^\[sluice\] ipv6Subnet must be an integer from 1 to 128; got /);
+    expect(() => normalizeIp("2001:db8::1", options)).toThrow(/^\[sluice\] ipv6Subnet must be an integer from 1 to 128; got /);
     // even when the address is IPv4 and the option would not matter
     expect(() => normalizeIp("1.2.3.4", options)).toThrow(SluiceConfigError);
   });
 
   it("rejects options that are not an object", () => {
     expect(() => clientIp(request({}), null as unknown as ClientIpOptions)).toThrow(
-      "[sluice] clientIp: options must be an object like { trust, ipv6Subnet }; got null",
+      "[sluice] options must be an object like { trust, ipv6Subnet }; got null",
     );
-    expect(() => validateClientIpOptions("cloudflare" as unknown as ClientIpOptions, "myAdapter")).toThrow(
-      '[sluice] myAdapter: options must be an object like { trust, ipv6Subnet }; got "cloudflare"',
+    expect(() => validateClientIpOptions("cloudflare" as unknown as ClientIpOptions)).toThrow(
+      '[sluice] options must be an object like { trust, ipv6Subnet }; got "cloudflare"',
     );
     expect(() => validateClientIpOptions({ trust: 2, ipv6Subnet: 56 })).not.toThrow();
     expect(() => validateClientIpOptions(undefined)).not.toThrow();

@@ -204,10 +204,10 @@ describe("dry run per tier", () => {
 describe("configuration errors name the option", () => {
   const base = { tier: () => "free", key: () => "k" };
   it.each([
-    [{ tiers: { free: { limits: fixedWindow({ limit: 1, window: "1m" }), mode: "shadow" } } }, /^\[sluice\] createGuard: tiers\.free\.mode must be "enforce" or "dry-run"; got "shadow"$/],
-    [{ tiers: { free: { limits: [] } } }, /^\[sluice\] createGuard: tiers\.free\.limits must be a policy or a non-empty list of policies; got an array/],
-    [{ tiers: { free: { limits: fixedWindow({ limit: 1, window: "1m" }), dryRun: true } } }, /^\[sluice\] createGuard: tiers\.free takes limits and mode; got an option "dryRun"$/],
-    [{ tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, mode: "off" }, /^\[sluice\] createGuard: mode must be "enforce" or "dry-run"; got "off"$/],
+    [{ tiers: { free: { limits: fixedWindow({ limit: 1, window: "1m" }), mode: "shadow" } } }, /^\[sluice\] tiers\.free\.mode must be "enforce" or "dry-run"; got "shadow"$/],
+    [{ tiers: { free: { limits: [] } } }, /^\[sluice\] tiers\.free\.limits must hold at least one policy; got an empty array$/],
+    [{ tiers: { free: { limits: fixedWindow({ limit: 1, window: "1m" }), dryRun: true } } }, /^\[sluice\] tiers\.free\.dryRun is not an option: a tier takes limits and mode$/],
+    [{ tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, mode: "off" }, /^\[sluice\] mode must be "enforce" or "dry-run"; got "off"$/],
   ])("%o", (options, message) => {
     expect(() => createGuard({ ...base, ...options } as never)).toThrow(SluiceConfigError);
     expect(() => createGuard({ ...base, ...options } as never)).toThrow(message);
@@ -215,7 +215,7 @@ describe("configuration errors name the option", () => {
 
   it("dryRunHeaders must be a boolean", () => {
     expect(() => createGuard({ limiter: limiterOf(1), key: () => "k", dryRunHeaders: "yes" as never })).toThrow(
-      /^\[sluice\] createGuard: dryRunHeaders must be true or false; got "yes"$/,
+      /^\[sluice\] dryRunHeaders must be true or false; got "yes"$/,
     );
   });
 });

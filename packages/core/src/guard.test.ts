@@ -171,7 +171,8 @@ describe("createGuard with a limiter", () => {
       onLimited: () => "nope" as unknown as Response,
     });
     await guard(request());
-    await expect(guard(request())).rejects.toThrow('[sluice] createGuard: onLimited must return a Response; got "nope"');
+    await expect(guard(request())).rejects.toThrow('[sluice] onLimited must return a Response; got "nope"');
+    await expect(guard(request())).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "onLimited" }));
   });
 
   it("headers: false writes no rate-limit headers; a denial still says Retry-After", async () => {
@@ -216,34 +217,54 @@ describe("createGuard with a limiter", () => {
 describe("createGuard configuration errors (at creation)", () => {
   const limiter = limiterOf(fixedWindow({ limit: 5, window: "1m" }));
   const free = fixedWindow({ limit: 5, window: "1m" });
-  const cases: [string, unknown, string | RegExp][] = [
-    ["no options", undefined, "[sluice] createGuard needs an options object with limiter (or tiers) and key (or trust); got undefined"],
+  // [label, options, message, option]: each option of createGuard, refused with its path
+  const cases: [string, unknown, string | RegExp, string][] = [
+    ["no options", undefined, "[sluice] options must be an object with limiter (or tiers) and key (or trust); got undefined", "options"],
     [
       "missing key",
       { limiter },
-      '[sluice] createGuard: key must be a function (request) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address; got key undefined. No header is trusted by default.',
+      '[sluice] key must be a function (request) => string, or give trust ("cloudflare", "vercel" or a number of trusted proxies) to key requests by client address (no header is trusted by default); got undefined',
+      "key",
     ],
-    ["key not a function", { limiter, key: "x-api-key" }, /^\[sluice\] createGuard: key must be a function .*; got key "x-api-key"\./],
-    ["key and trust", { limiter, key: byApiKey, trust: "cloudflare" }, "[sluice] createGuard: give key or trust, not both (trust keys requests by client address)"],
-    ["bad trust", { limiter, trust: "x-forwarded-for" }, /^\[sluice\] createGuard: trust must be "cloudflare", "vercel" or a positive integer/],
-    ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /^\[sluice\] createGuard: ipv6Subnet applies only with trust/],
-    ["cost 0", { limiter, key: byApiKey, cost: 0 }, "[sluice] createGuard: cost must be a positive safe integer or a function; got 0"],
-    ["cost -1", { limiter, key: byApiKey, cost: -1 }, /cost must be a positive safe integer or a function; got -1$/],
-    ["cost 1.5", { limiter, key: byApiKey, cost: 1.5 }, /cost must be .*; got 1\.5$/],
-    ["cost NaN", { limiter, key: byApiKey, cost: Number.NaN }, /cost must be .*; got NaN$/],
-    ["cost '1'", { limiter, key: byApiKey, cost: "1" }, /cost must be .*; got "1"$/],
-    ["bad header style", { limiter, key: byApiKey, headers: "draft-8" }, /headers must be "ietf", "draft-7", "draft-6", "legacy".*got "draft-8"$/],
-    ["headers true", { limiter, key: byApiKey, headers: true }, /headers must be .*got true$/],
-    ["ietf with draft-7", { limiter, key: byApiKey, headers: ["ietf", "draft-7"] }, /"ietf" and "draft-7" both write the RateLimit header/],
-    ["skip not a function", { limiter, key: byApiKey, skip: true }, "[sluice] createGuard: skip must be a function; got true"],
-    ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, "[sluice] createGuard: onLimited must be a function; got 429"],
-    ["neither limiter nor tiers", { key: byApiKey }, "[sluice] createGuard needs limiter (a RateLimiter) or tiers; got limiter undefined"],
-    ["limiter not a RateLimiter", { limiter: { limit() {} }, key: byApiKey }, /needs limiter \(a RateLimiter\) or tiers; got limiter an object$/],
-    ["limiter and tiers", { limiter, tiers: { free }, tier: () => "free", key: byApiKey }, "[sluice] createGuard takes either limiter or tiers, not both"],
+    ["key not a function", { limiter, key: "x-api-key" }, /^\[sluice\] key must be a function .*; got "x-api-key"$/, "key"],
+    [
+      "key and trust",
+      { limiter, key: byApiKey, trust: "cloudflare" },
+      "[sluice] trust must be left out when key is given: give key or trust, not both (trust keys requests by client address)",
+      "trust",
+    ],
+    ["bad trust", { limiter, trust: "x-forwarded-for" }, /^\[sluice\] trust must be "cloudflare", "vercel" or a positive integer/, "trust"],
+    ["bad ipv6Subnet", { limiter, trust: "cloudflare", ipv6Subnet: 0 }, "[sluice] ipv6Subnet must be an integer from 1 to 128; got 0", "ipv6Subnet"],
+    ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /^\[sluice\] ipv6Subnet must be left out without trust/, "ipv6Subnet"],
+    ["cost 0", { limiter, key: byApiKey, cost: 0 }, "[sluice] cost must be a positive safe integer or a function; got 0", "cost"],
+    ["cost -1", { limiter, key: byApiKey, cost: -1 }, /cost must be a positive safe integer or a function; got -1$/, "cost"],
+    ["cost 1.5", { limiter, key: byApiKey, cost: 1.5 }, /cost must be .*; got 1\.5$/, "cost"],
+    ["cost NaN", { limiter, key: byApiKey, cost: Number.NaN }, /cost must be .*; got NaN$/, "cost"],
+    ["cost '1'", { limiter, key: byApiKey, cost: "1" }, /cost must be .*; got "1"$/, "cost"],
+    ["bad header style", { limiter, key: byApiKey, headers: "draft-8" }, /^\[sluice\] headers must be "ietf", "draft-7", "draft-6", "legacy".*got "draft-8"$/, "headers"],
+    ["headers true", { limiter, key: byApiKey, headers: true }, /headers must be .*got true$/, "headers"],
+    ["a bad style in a list", { limiter, key: byApiKey, headers: ["ietf", "draft-8"] }, /^\[sluice\] headers\[1\] must be "ietf", .*; got "draft-8"$/, "headers[1]"],
+    ["ietf with draft-7", { limiter, key: byApiKey, headers: ["ietf", "draft-7"] }, /"ietf" and "draft-7", which both write the RateLimit header/, "headers"],
+    ["partitionKey", { limiter, key: byApiKey, partitionKey: "salt" }, '[sluice] partitionKey must be true, false or { salt: string }; got "salt"', "partitionKey"],
+    ["dryRunHeaders", { limiter, key: byApiKey, dryRunHeaders: 1 }, "[sluice] dryRunHeaders must be true or false; got 1", "dryRunHeaders"],
+    ["skip not a function", { limiter, key: byApiKey, skip: true }, "[sluice] skip must be a function; got true", "skip"],
+    ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, "[sluice] onLimited must be a function; got 429", "onLimited"],
+    ["onDecision not a function", { limiter, key: byApiKey, onDecision: {} }, "[sluice] onDecision must be a function; got an object", "onDecision"],
+    ["countWhen not a function", { limiter, key: byApiKey, countWhen: "4xx" }, '[sluice] countWhen must be a function; got "4xx"', "countWhen"],
+    ["onCallbackError not a function", { limiter, key: byApiKey, onCallbackError: null }, "[sluice] onCallbackError must be a function; got null", "onCallbackError"],
+    ["neither limiter nor tiers", { key: byApiKey }, "[sluice] limiter must be a RateLimiter (or give tiers); got undefined", "limiter"],
+    ["limiter not a RateLimiter", { limiter: { limit() {} }, key: byApiKey }, /^\[sluice\] limiter must be a RateLimiter \(or give tiers\); got an object$/, "limiter"],
+    [
+      "limiter and tiers",
+      { limiter, tiers: { free }, tier: () => "free", key: byApiKey },
+      "[sluice] tiers must be left out when limiter is given: give limiter or tiers, not both",
+      "tiers",
+    ],
   ];
-  it.each(cases)("%s", (_name, options, message) => {
+  it.each(cases)("%s", (_name, options, message, option) => {
     expect(() => createGuard(options as GuardOptions)).toThrow(SluiceConfigError);
     expect(() => createGuard(options as GuardOptions)).toThrow(message);
+    expect(() => createGuard(options as GuardOptions)).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 });
 
@@ -413,8 +434,9 @@ describe("tiers", () => {
     });
     const first = guard(request());
     await expect(first).rejects.toThrow(SluiceConfigError);
-    await expect(first).rejects.toThrow('[sluice] tier() returned "gold", which is not a configured tier (free, pro)');
-    await expect(guard(request())).rejects.toThrow('tier() returned "gold"'); // not cached: asked again
+    await expect(first).rejects.toThrow('[sluice] tier must return a configured tier (free, pro); got "gold"');
+    await expect(first).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "tier" }));
+    await expect(guard(request())).rejects.toThrow('tier must return a configured tier (free, pro); got "gold"'); // not cached: asked again
     expect(store.size).toBe(0); // nothing consumed anywhere
     expect((await guard(request())).decision?.limit).toBe(100);
     expect(tier).toHaveBeenCalledTimes(3);
@@ -423,33 +445,47 @@ describe("tiers", () => {
   it.each([[undefined], [null], [42], [""]])("a resolver answering %j is a SluiceConfigError, not a crash", async (answer) => {
     const guard = createGuard({ tiers: { free: fixedWindow({ limit: 10, window: "1h" }) }, tier: () => answer as string, key: () => "k" });
     await expect(guard(request())).rejects.toThrow(SluiceConfigError);
-    await expect(guard(request())).rejects.toThrow(/tier\(\) returned .*, which is not a configured tier \(free\)$/);
+    await expect(guard(request())).rejects.toThrow(/^\[sluice\] tier must return a configured tier \(free\); got .*$/);
   });
 
   const ok = fixedWindow({ limit: 10, window: "1h" });
-  const tierCases: [string, Record<string, unknown>, string | RegExp][] = [
-    ["no tiers", { tiers: {} }, "[sluice] createGuard: tiers must be an object of tier name → limits with at least one tier; got an object"],
-    ["tiers as an array", { tiers: [ok] }, /tiers must be an object .*; got an array$/],
-    ["tiers as a string", { tiers: "free" }, /tiers must be an object .*; got "free"$/],
-    ["an empty tier", { tiers: { free: [] } }, "[sluice] createGuard: tiers.free must be a policy or a non-empty list of policies; got an array"],
-    ["a tier that is not a policy", { tiers: { free: ok, pro: "x" } }, /tiers\.pro must be a policy or a non-empty list of policies; got "x"$/],
-    ["a list with a non-policy", { tiers: { free: [ok, { limit: 5 }] } }, /tiers\.free must be a policy/],
-    ["a bad tier name", { tiers: { "free plan": ok } }, /tiers: tier name must be 1-128 visible ASCII characters .*got "free plan"$/],
-    ["duplicate names in a tier", { tiers: { pro: [ok, fixedWindow({ limit: 10, window: "1h" })] } }, '[sluice] createGuard: tiers.pro: two limits are named "10-per-1h"; give one a distinct name option'],
-    ["no tier function", { tier: undefined }, "[sluice] createGuard: tier must be a function; got undefined"],
-    ["tier not a function", { tier: "free" }, '[sluice] createGuard: tier must be a function; got "free"'],
-    ["negative tierCacheTtlMs", { tierCacheTtlMs: -1 }, "[sluice] createGuard: tierCacheTtlMs must be a non-negative integer of milliseconds; got -1"],
-    ["fractional tierCacheTtlMs", { tierCacheTtlMs: 1.5 }, /tierCacheTtlMs must be .*; got 1\.5$/],
-    ["string tierCacheTtlMs", { tierCacheTtlMs: "5m" }, /tierCacheTtlMs must be .*; got "5m"$/],
-    ["zero tierCacheMaxKeys", { tierCacheMaxKeys: 0 }, "[sluice] createGuard: tierCacheMaxKeys must be a positive integer; got 0"],
-    ["bad prefix", { prefix: "my api" }, /^\[sluice\] createGuard: prefix must be 1-128 visible ASCII characters .*got "my api"$/],
-    ["a store without bind", { store: {} }, "[sluice] createGuard: store must be a Store (an object with bind(namespace)); got an object"],
-    ["bad onStoreError", { onStoreError: "maybe" }, /RateLimiter: onStoreError must be "fallback", "allow" or "deny"; got "maybe"$/],
-    ["bad timeoutMs", { timeoutMs: 0 }, /RateLimiter: timeoutMs must be a positive integer of milliseconds.*; got 0$/],
+  // [label, options over a valid tiered guard, message, option]
+  const tierCases: [string, Record<string, unknown>, string | RegExp, string][] = [
+    ["no tiers", { tiers: {} }, "[sluice] tiers must be an object of tier name → limits with at least one tier; got an object", "tiers"],
+    ["tiers as an array", { tiers: [ok] }, /tiers must be an object .*; got an array$/, "tiers"],
+    ["tiers as a string", { tiers: "free" }, /tiers must be an object .*; got "free"$/, "tiers"],
+    ["an empty tier", { tiers: { free: [] } }, "[sluice] tiers.free must hold at least one policy; got an empty array", "tiers.free"],
+    ["a tier that is not a policy", { tiers: { free: ok, pro: "x" } }, /^\[sluice\] tiers\.pro must be a policy from .* or a list of them; got "x"$/, "tiers.pro"],
+    ["a list with a non-policy", { tiers: { free: [ok, { limit: 5 }] } }, /^\[sluice\] tiers\.free\[1\] must be a policy from .*; got an object$/, "tiers.free[1]"],
+    ["the object form without limits", { tiers: { free: { mode: "dry-run" } } }, /^\[sluice\] tiers\.free\.limits must be a policy from .*; got undefined$/, "tiers.free.limits"],
+    ["the object form with a non-policy", { tiers: { pro: { limits: [ok, 5] } } }, /^\[sluice\] tiers\.pro\.limits\[1\] must be a policy .*; got 5$/, "tiers.pro.limits[1]"],
+    ["the object form's mode", { tiers: { pro: { limits: ok, mode: "off" } } }, '[sluice] tiers.pro.mode must be "enforce" or "dry-run"; got "off"', "tiers.pro.mode"],
+    ["the object form's unknown option", { tiers: { pro: { limits: ok, dryRun: true } } }, "[sluice] tiers.pro.dryRun is not an option: a tier takes limits and mode", "tiers.pro.dryRun"],
+    ["a bad tier name", { tiers: { "free plan": ok } }, '[sluice] tiers must be keyed by valid tier names (the rules of a policy name); got a tier named "free plan"', "tiers"],
+    [
+      "duplicate names in a tier",
+      { tiers: { pro: [ok, fixedWindow({ limit: 10, window: "1h" })] } },
+      "[sluice] tiers.pro[1].name must differ from the other policies' names (give one a distinct name option); got \"10-per-1h\" twice",
+      "tiers.pro[1].name",
+    ],
+    ["no tier function", { tier: undefined }, "[sluice] tier must be a function; got undefined", "tier"],
+    ["tier not a function", { tier: "free" }, '[sluice] tier must be a function; got "free"', "tier"],
+    ["negative tierCacheTtlMs", { tierCacheTtlMs: -1 }, "[sluice] tierCacheTtlMs must be a non-negative integer of milliseconds; got -1", "tierCacheTtlMs"],
+    ["fractional tierCacheTtlMs", { tierCacheTtlMs: 1.5 }, /tierCacheTtlMs must be .*; got 1\.5$/, "tierCacheTtlMs"],
+    ["string tierCacheTtlMs", { tierCacheTtlMs: "5m" }, /tierCacheTtlMs must be .*; got "5m"$/, "tierCacheTtlMs"],
+    ["zero tierCacheMaxKeys", { tierCacheMaxKeys: 0 }, "[sluice] tierCacheMaxKeys must be a positive integer; got 0", "tierCacheMaxKeys"],
+    ["bad prefix", { prefix: "my api" }, /^\[sluice\] prefix must be 1-128 visible ASCII characters .*got "my api"$/, "prefix"],
+    ["a store without bind", { store: {} }, "[sluice] store must be a Store (an object with bind(namespace)); got an object", "store"],
+    ["bad mode", { mode: "shadow" }, '[sluice] mode must be "enforce" or "dry-run"; got "shadow"', "mode"],
+    ["bad denyCache", { denyCache: { maxKeys: 0 } }, "[sluice] denyCache.maxKeys must be a positive integer; got 0", "denyCache.maxKeys"],
+    ["bad onStoreError", { onStoreError: "maybe" }, /^\[sluice\] onStoreError must be "fallback", "allow" or "deny"; got "maybe"$/, "onStoreError"],
+    ["bad onStoreFailure", { onStoreFailure: "log" }, '[sluice] onStoreFailure must be a function; got "log"', "onStoreFailure"],
+    ["bad timeoutMs", { timeoutMs: 0 }, /^\[sluice\] timeoutMs must be a positive integer of milliseconds.*; got 0$/, "timeoutMs"],
   ];
-  it.each(tierCases)("invalid tier configuration at creation: %s", (_name, override, message) => {
+  it.each(tierCases)("invalid tier configuration at creation: %s", (_name, override, message, option) => {
     const options = { tiers: { free: ok }, tier: () => "free", key: () => "k", ...override };
     expect(() => createGuard(options as unknown as GuardOptions)).toThrow(SluiceConfigError);
     expect(() => createGuard(options as unknown as GuardOptions)).toThrow(message);
+    expect(() => createGuard(options as unknown as GuardOptions)).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 });

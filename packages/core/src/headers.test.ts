@@ -301,13 +301,19 @@ describe("resolveHeaderStyles", () => {
     expect(resolveHeaderStyles(["ietf", "draft-6", "legacy"])).toEqual(["ietf", "draft-6", "legacy"]);
   });
 
-  it.each([["draft-8"], ["IETF"], [true], [null], [1], [["ietf", 5]], [["legacy", "x-ratelimit"]]])(
-    "rejects %j with a SluiceConfigError naming the headers option",
-    (value) => {
-      expect(() => resolveHeaderStyles(value)).toThrow(SluiceConfigError);
-      expect(() => resolveHeaderStyles(value)).toThrow(/^\[sluice\] headers must be "ietf", "draft-7", "draft-6", "legacy"/);
-    },
-  );
+  it.each([
+    ["draft-8", "headers"],
+    ["IETF", "headers"],
+    [true, "headers"],
+    [null, "headers"],
+    [1, "headers"],
+    [["ietf", 5], "headers[1]"],
+    [["legacy", "x-ratelimit"], "headers[1]"],
+  ])("rejects %j with a SluiceConfigError naming %s", (value, option) => {
+    expect(() => resolveHeaderStyles(value)).toThrow(SluiceConfigError);
+    expect(() => resolveHeaderStyles(value)).toThrow(new RegExp(`^\\[sluice\\] ${option.replace(/[[\]]/g, "\\$&")} must be "ietf", "draft-7", "draft-6", "legacy"`));
+    expect(() => resolveHeaderStyles(value)).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
+  });
 
   it("names the bad value", () => {
     expect(() => resolveHeaderStyles(["ietf", "draft-8"])).toThrow(/got "draft-8"$/);
@@ -316,7 +322,7 @@ describe("resolveHeaderStyles", () => {
   it('rejects "ietf" with "draft-7": both write RateLimit', () => {
     expect(() => resolveHeaderStyles(["ietf", "draft-7"])).toThrow(SluiceConfigError);
     expect(() => resolveHeaderStyles(["draft-7", "legacy", "ietf"])).toThrow(
-      '[sluice] headers: "ietf" and "draft-7" both write the RateLimit header; choose one',
+      '[sluice] headers must not hold both "ietf" and "draft-7", which both write the RateLimit header; choose one',
     );
   });
 });
@@ -381,7 +387,7 @@ describe("partitionKey: the draft's pk parameter", () => {
   it("rejects anything but true, false or { salt: string }", () => {
     for (const bad of ["yes", 1, null, {}, { salt: 3 }]) {
       expect(() => guardFor({ partitionKey: bad as never })).toThrow(
-        /^\[sluice\] createGuard: partitionKey must be true, false or \{ salt: string \}; got /,
+        /^\[sluice\] partitionKey must be true, false or \{ salt: string \}; got /,
       );
     }
   });

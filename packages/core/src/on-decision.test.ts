@@ -248,8 +248,8 @@ describe("onDecision", () => {
 
   it("must be a function", () => {
     const limiter = new RateLimiter({ store: store(), limits: fixedWindow({ limit: 5, window: "1m" }) });
-    expect(() => createGuard({ limiter, key: byApiKey, onCallbackError: "log" as never })).toThrow('createGuard: onCallbackError must be a function; got "log"');
+    expect(() => createGuard({ limiter, key: byApiKey, onCallbackError: "log" as never })).toThrow('[sluice] onCallbackError must be a function; got "log"');
     expect(() => createGuard({ limiter, key: byApiKey, onDecision: "log" as never })).toThrow(SluiceConfigError);
-    expect(() => createGuard({ limiter, key: byApiKey, onDecision: "log" as never })).toThrow('createGuard: onDecision must be a function; got "log"');
+    expect(() => createGuard({ limiter, key: byApiKey, onDecision: "log" as never })).toThrow('[sluice] onDecision must be a function; got "log"');
   });
 });

@@ -9,6 +9,7 @@ import {
   MemoryStore,
   QUOTA_EXCEEDED_TYPE,
   RateLimiter,
+  SluiceInputError,
   type Store,
   concurrency,
   createGuard,
@@ -103,7 +104,7 @@ describe("handle: the lease is held until the response has been produced", () =>
     expect((await limiter.peek("k")).remaining).toBe(1);
     await expect(handle([request()], () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
     expect((await limiter.peek("k")).remaining).toBe(1);
-    await expect(handle([request()], () => "not a response" as never)).rejects.toThrow(TypeError);
+    await expect(handle([request()], () => "not a response" as never)).rejects.toThrow(SluiceInputError);
     expect((await limiter.peek("k")).remaining).toBe(1);
   });
 

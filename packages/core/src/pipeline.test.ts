@@ -5,6 +5,7 @@ import {
   MemoryStore,
   RateLimiter,
   SluiceConfigError,
+  SluiceInputError,
   fixedWindow,
   leakyBucket,
 } from "./index.js";
@@ -25,6 +26,7 @@ type Args = [request: Request, env: Env, ctx: Ctx];
 
 const platform: Platform<Args> = {
   where: "frame",
+  tag: "frame",
   params: "request, env, ctx",
   request: (request) => request,
   waitUntil: (_request, _env, ctx) => (promise) => ctx.waited.push(promise),
@@ -216,25 +218,46 @@ describe("handle", () => {
     expect([copied.status, copied.headers.get("location"), copied.headers.get("ratelimit-remaining")]).toEqual([302, "https://api.test/elsewhere", "4"]);
     const error = Response.error();
     expect(await pipeline.handle(args(), () => error)).toBe(error);
-    await expect(pipeline.handle(args(), () => "ok" as unknown as Response)).rejects.toThrow(
-      new TypeError('[sluice] frame: the handler must return a Response; got "ok"'),
-    );
+    const notAResponse = pipeline.handle(args(), () => "ok" as unknown as Response);
+    await expect(notAResponse).rejects.toThrow(SluiceInputError);
+    await expect(notAResponse).rejects.toThrow('[sluice] [frame] response must be a Response (what the handler returns); got "ok"');
+    await expect(notAResponse).rejects.toThrow(expect.objectContaining({ code: "SLUICE_INPUT", option: "response" }));
   });
 });
 
-describe("configuration errors name the option, prefixed with the adapter's name", () => {
+describe("configuration errors name the option, tagged with the adapter's package", () => {
   const limiter = limiterOf(1);
-  const cases: [string, unknown, string | RegExp][] = [
-    ["key", { limiter }, /^\[sluice\] frame: key must be a function \(request, env, ctx\) => string, or give trust/],
-    ["headers", { limiter, key: () => "k", headers: "draft-8" }, /^\[sluice\] frame: headers must be "ietf", "draft-7", "draft-6", "legacy"/],
-    ["limiter", { limiter: {}, key: () => "k" }, "[sluice] frame needs limiter (a RateLimiter) or tiers; got limiter an object"],
-    ["tier prefix", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", prefix: "" }, /^\[sluice\] frame: prefix must be/],
-    ["tier timeoutMs", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", timeoutMs: -5 }, /^\[sluice\] frame: RateLimiter: timeoutMs must be/],
+  const cases: [string, unknown, string | RegExp, string][] = [
+    ["key", { limiter }, /^\[sluice\] \[frame\] key must be a function \(request, env, ctx\) => string, or give trust/, "key"],
+    ["headers", { limiter, key: () => "k", headers: "draft-8" }, /^\[sluice\] \[frame\] headers must be "ietf", "draft-7", "draft-6", "legacy"/, "headers"],
+    ["limiter", { limiter: {}, key: () => "k" }, "[sluice] [frame] limiter must be a RateLimiter (or give tiers); got an object", "limiter"],
+    ["trust", { limiter, trust: "aws" }, /^\[sluice\] \[frame\] trust must be "cloudflare", "vercel" or a positive integer/, "trust"],
+    ["tier prefix", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", prefix: "" }, /^\[sluice\] \[frame\] prefix must be/, "prefix"],
+    [
+      "tier timeoutMs",
+      { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key: () => "k", timeoutMs: -5 },
+      /^\[sluice\] \[frame\] timeoutMs must be/,
+      "timeoutMs",
+    ],
+    ["a tier's limits", { tiers: { free: [fixedWindow({ limit: 1, window: "1m" }), 5] }, tier: () => "free", key: () => "k" }, /^\[sluice\] \[frame\] tiers\.free\[1\] must be a policy/, "tiers.free[1]"],
   ];
-  it.each(cases)("%s", (_name, options, message) => {
+  it.each(cases)("%s", (_name, options, message, option) => {
     const make = () => createPipeline<Args>(options as PipelineOptions<Args>, platform);
     expect(make).toThrow(SluiceConfigError);
     expect(make).toThrow(message);
+    expect(make).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
+  });
+
+  it("without a tag the messages are core's", () => {
+    const make = () => createPipeline<Args>({ limiter } as never, { where: "frame", request: (request) => request });
+    expect(make).toThrow(/^\[sluice\] key must be a function \(request\) => string/);
+  });
+
+  it("a tier the resolver names that is not configured: tagged, at the request", async () => {
+    const pipeline = createPipeline<Args>({ tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "gold", key: () => "k" }, platform);
+    const checking = pipeline.check(...args());
+    await expect(checking).rejects.toThrow('[sluice] [frame] tier must return a configured tier (free); got "gold"');
+    await expect(checking).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "tier" }));
   });
 });
 
@@ -304,7 +327,7 @@ describe("countWhen: only the requests that should count", () => {
 
   it("countWhen must be a function", () => {
     expect(() => createPipeline<Args>({ limiter: limiterOf(1), key: () => "k", countWhen: "4xx" as never }, platform)).toThrow(
-      "[sluice] frame: countWhen must be a function; got \"4xx\"",
+      "[sluice] [frame] countWhen must be a function; got \"4xx\"",
     );
   });
 });

@@ -152,22 +152,29 @@ describe("decideState / peekState", () => {
 describe("assertNamespace", () => {
   const p = fixedWindow({ limit: 1, window: "1s" });
   it.each([
-    ["no namespace", undefined, "the namespace must be an object"],
-    ["a bad prefix", { prefix: "a b", policies: [p] }, "X: prefix must be 1-128 visible ASCII characters"],
-    ["a bad tier", { prefix: "a", tier: "", policies: [p] }, "X: tier must be 1-128 visible ASCII characters"],
-    ["no policies", { prefix: "a", policies: [] }, "X: policies must name at least one policy"],
-    ["policies not a list", { prefix: "a", policies: p }, "X: policies must be a list of policies"],
-    ["13 policies", { prefix: "a", policies: Array.from({ length: 13 }, (_, i) => fixedWindow({ limit: 1, window: "1s", name: `p${i}` })) }, "X: policies takes at most 12 policies (the same on every store); got 13"],
-    ["a hand-made policy", { prefix: "a", policies: [{ ...p, limit: -1 }] }, "X: policies[0] must be a policy"],
-    ["two policies with one name", { prefix: "a", policies: [p, p] }, 'X: two policies are named "1-per-1s"'],
-  ])("refuses %s with SluiceConfigError", (_label, namespace, message) => {
+    ["no namespace", undefined, "[sluice] [X] namespace must be an object { prefix, tier?, policies }; got undefined", "namespace"],
+    ["a bad prefix", { prefix: "a b", policies: [p] }, "[sluice] [X] prefix must be 1-128 visible ASCII characters", "prefix"],
+    ["a bad tier", { prefix: "a", tier: "", policies: [p] }, "[sluice] [X] tier must be 1-128 visible ASCII characters", "tier"],
+    ["no policies", { prefix: "a", policies: [] }, "[sluice] [X] policies must hold at least one policy; got an empty array", "policies"],
+    ["policies not a list", { prefix: "a", policies: p }, "[sluice] [X] policies must be a list of policies; got an object", "policies"],
+    [
+      "13 policies",
+      { prefix: "a", policies: Array.from({ length: 13 }, (_, i) => fixedWindow({ limit: 1, window: "1s", name: `p${i}` })) },
+      "[sluice] [X] policies must hold at most 12 policies (the same on every store); got 13",
+      "policies",
+    ],
+    ["a hand-made policy", { prefix: "a", policies: [{ ...p, limit: -1 }] }, "[sluice] [X] policies[0] must be a policy from fixedWindow()", "policies[0]"],
+    ["two policies with one name", { prefix: "a", policies: [p, p] }, '[sluice] [X] policies[1].name must differ from the other policies\' names (give one a distinct name option); got "1-per-1s" twice', "policies[1].name"],
+  ])("refuses %s with SluiceConfigError", (_label, namespace, message, option) => {
     expect(() => assertNamespace(namespace as never, "X")).toThrow(SluiceConfigError);
     expect(() => assertNamespace(namespace as never, "X")).toThrow(message);
+    expect(() => assertNamespace(namespace as never, "X")).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 
-  it("MemoryStore.bind checks the same", () => {
+  it("MemoryStore.bind checks the same, in core's messages", () => {
     expect(() => new MemoryStore().bind({ prefix: "a", policies: Array.from({ length: 13 }, (_, i) => fixedWindow({ limit: 1, window: "1s", name: `p${i}` })) })).toThrow(
-      "[sluice] MemoryStore.bind: policies takes at most 12 policies",
+      "[sluice] policies must hold at most 12 policies",
     );
+    expect(() => new MemoryStore().bind({ prefix: "a b", policies: [p] })).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "prefix" }));
   });
 });
