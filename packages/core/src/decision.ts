@@ -167,13 +167,13 @@ export class StoreDecision implements Decision {
    */
   static foreign(decision: Decision, owner: object, key: string): string | undefined {
     if (!(decision instanceof StoreDecision) || decision.#owner === undefined) {
-      return "refund: decision must be a Decision that limit() returned (a copy, a decision rebuilt from JSON or made by hand cannot be checked)";
+      return "decision must be a Decision that limit() returned (a copy, a decision rebuilt from JSON or made by hand cannot be checked)";
     }
     if (decision.#owner !== owner) {
-      return "refund: decision was made by a limiter of another namespace (another store, prefix, tier or list of policies): a decision only refunds the limiter and key that charged it";
+      return "decision must come from this limiter (a decision only refunds the limiter and key that charged it); got one made by a limiter of another namespace (another store, prefix, tier or list of policies)";
     }
     if (decision.#key !== key) {
-      return `refund: decision was made for the key ${JSON.stringify(decision.#key)}, not ${JSON.stringify(key)}: a decision only refunds the key it charged`;
+      return `decision must be for the key ${JSON.stringify(key)} (a decision only refunds the key it charged); got one for ${JSON.stringify(decision.#key)}`;
     }
     return undefined;
   }
