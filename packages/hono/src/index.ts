@@ -30,6 +30,7 @@ const letRun = (): void => {};
 
 const platform: Platform<[c: Context]> = {
   where: "rateLimiter",
+  tag: "hono",
   params: "c",
   request: (c) => c.req.raw,
   waitUntil(c) {
