@@ -8,31 +8,29 @@
  * @module
  */
 import {
+  type Duration,
+  type FixedWindowPolicy,
   MemoryStore,
   type Policy,
   RateLimiter,
   SluiceError,
   fixedWindow,
-  leakyBucket,
-  slidingLog,
-  slidingWindow,
   toMs,
-  tokenBucket,
 } from "@sluice/core";
+import { type AlgorithmId, PLAYGROUND_ALGORITHMS, PLOTTED_ALGORITHMS, type SettingsReader } from "./algorithms/index.js";
 
-/** The five algorithms, in the order the page shows them. */
-export const ALGORITHMS = ["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"] as const;
-/** One of {@link ALGORITHMS}: the name of its factory in `@sluice/core`. */
-export type AlgorithmId = (typeof ALGORITHMS)[number];
+export type { AlgorithmId } from "./algorithms/index.js";
+
+/**
+ * The algorithms the page plots (the five rate algorithms; not the concurrency cap), in the order it
+ * shows them: those of the table in `algorithms/index.ts`, one file each.
+ */
+export const ALGORITHMS: readonly AlgorithmId[] = PLOTTED_ALGORITHMS;
 
 /** Human titles of the algorithms. */
-export const ALGORITHM_TITLES: Readonly<Record<AlgorithmId, string>> = {
-  fixedWindow: "Fixed window",
-  slidingWindow: "Sliding window",
-  slidingLog: "Sliding log",
-  tokenBucket: "Token bucket",
-  leakyBucket: "Leaky bucket",
-};
+export const ALGORITHM_TITLES: Readonly<Record<AlgorithmId, string>> = Object.fromEntries(
+  ALGORITHMS.map((algorithm) => [algorithm, PLAYGROUND_ALGORITHMS[algorithm].title]),
+) as Record<AlgorithmId, string>;
 
 /** The traffic shapes. */
 export const SHAPES = ["edge", "steady", "bursts", "ramp", "trace"] as const;
@@ -107,19 +105,10 @@ export const FIELDS: readonly Field[] = [
     hint: "one request per line: time in ms, or time,cost",
   },
   { key: "daily", label: "Also per day (fixed window, 0 = off)", kind: "count0", group: "plan" },
-  { key: "fixedWindow.limit", label: "limit", kind: "count", group: "fixedWindow" },
-  { key: "fixedWindow.window", label: "window", kind: "duration", group: "fixedWindow" },
-  { key: "slidingWindow.limit", label: "limit", kind: "count", group: "slidingWindow" },
-  { key: "slidingWindow.window", label: "window", kind: "duration", group: "slidingWindow" },
-  { key: "slidingLog.limit", label: "limit", kind: "count", group: "slidingLog" },
-  { key: "slidingLog.window", label: "window", kind: "duration", group: "slidingLog" },
-  { key: "tokenBucket.capacity", label: "capacity", kind: "count", group: "tokenBucket" },
-  { key: "tokenBucket.refillRate", label: "refillRate", kind: "count", group: "tokenBucket" },
-  { key: "tokenBucket.interval", label: "interval", kind: "duration", group: "tokenBucket" },
-  { key: "leakyBucket.rate", label: "rate", kind: "count", group: "leakyBucket" },
-  { key: "leakyBucket.period", label: "period", kind: "duration", group: "leakyBucket" },
-  { key: "leakyBucket.burst", label: "burst", kind: "count", group: "leakyBucket" },
-  { key: "leakyBucket.queue", label: "queue", kind: "count0", group: "leakyBucket" },
+  // then each algorithm's own, from its file in algorithms/
+  ...ALGORITHMS.flatMap((algorithm) =>
+    PLAYGROUND_ALGORITHMS[algorithm].fields.map((f): Field => ({ key: `${algorithm}.${f.name}`, label: f.label, kind: f.kind, group: algorithm })),
+  ),
 ];
 
 const FIELD_KEYS = new Set(FIELDS.map((f) => f.key));
@@ -144,19 +133,7 @@ const BASE_SETTINGS: Settings = {
   "ramp.duration": "3m",
   "trace.text": "0\n100\n200\n300,5\n1000\n1500,2\n",
   daily: "0",
-  "fixedWindow.limit": "100",
-  "fixedWindow.window": "1m",
-  "slidingWindow.limit": "100",
-  "slidingWindow.window": "1m",
-  "slidingLog.limit": "100",
-  "slidingLog.window": "1m",
-  "tokenBucket.capacity": "100",
-  "tokenBucket.refillRate": "100",
-  "tokenBucket.interval": "1m",
-  "leakyBucket.rate": "100",
-  "leakyBucket.period": "1m",
-  "leakyBucket.burst": "10",
-  "leakyBucket.queue": "10",
+  ...Object.fromEntries(ALGORITHMS.flatMap((algorithm) => PLAYGROUND_ALGORITHMS[algorithm].fields.map((f) => [`${algorithm}.${f.name}`, f.default]))),
 };
 
 /**
@@ -171,11 +148,11 @@ export const PLANS = {
 
 /**
  * A plan as settings: every algorithm at the plan's per-minute rate, the buckets at its burst (the
- * leaky bucket with a queue as deep), and its daily cap as a second limit.
+ * leaky bucket with a queue as deep; each algorithm's file says how), and its daily cap as a second
+ * limit.
  */
 function planSettings(plan: keyof typeof PLANS): Settings {
   const { perMinute, perDay, burst } = PLANS[plan];
-  const perMinuteText = String(perMinute);
   return {
     // a client that sends bursts of 4× the plan's burst every 15 s: above the plan for the free and pro plans
     shape: "bursts",
@@ -184,20 +161,9 @@ function planSettings(plan: keyof typeof PLANS): Settings {
     "bursts.every": "15s",
     "bursts.count": "12",
     daily: String(perDay),
-    "fixedWindow.limit": perMinuteText,
-    "fixedWindow.window": "1m",
-    "slidingWindow.limit": perMinuteText,
-    "slidingWindow.window": "1m",
-    "slidingLog.limit": perMinuteText,
-    "slidingLog.window": "1m",
-    "tokenBucket.capacity": String(burst),
-    "tokenBucket.refillRate": perMinuteText,
-    "tokenBucket.interval": "1m",
-    "leakyBucket.rate": perMinuteText,
-    "leakyBucket.period": "1m",
-    "leakyBucket.burst": String(burst),
-    // a queue as deep as the burst: the leaky bucket shapes (delays) what the token bucket would deny
-    "leakyBucket.queue": String(burst),
+    ...Object.fromEntries(
+      ALGORITHMS.flatMap((algorithm) => Object.entries(PLAYGROUND_ALGORITHMS[algorithm].plan({ perMinute, burst })).map(([name, value]) => [`${algorithm}.${name}`, value])),
+    ),
   };
 }
 
@@ -297,7 +263,7 @@ function countOption(settings: Settings, key: string): number {
 }
 
 /** A duration as core accepts it: a number of ms, or a string like "1m". */
-function durationOption(settings: Settings, key: string): number | `${number}${"ms" | "s" | "m" | "h" | "d"}` {
+function durationOption(settings: Settings, key: string): Duration {
   const text = setting(settings, key);
   return /^\d+$/.test(text) ? Number(text) : (text as `${number}m`);
 }
@@ -435,31 +401,13 @@ export function generateTrace(settings: Settings): TraceEntry[] {
   }
 }
 
-/** The policies of one algorithm's column: its own, then the daily cap if set. */
+/** The policies of one algorithm's column: its own (its file in `algorithms/` builds it), then the daily cap if set. */
 export function policiesFor(algorithm: AlgorithmId, settings: Settings): Policy[] {
-  const main = ((): Policy => {
-    switch (algorithm) {
-      case "fixedWindow":
-        return fixedWindow({ limit: countOption(settings, "fixedWindow.limit"), window: durationOption(settings, "fixedWindow.window") });
-      case "slidingWindow":
-        return slidingWindow({ limit: countOption(settings, "slidingWindow.limit"), window: durationOption(settings, "slidingWindow.window") });
-      case "slidingLog":
-        return slidingLog({ limit: countOption(settings, "slidingLog.limit"), window: durationOption(settings, "slidingLog.window") });
-      case "tokenBucket":
-        return tokenBucket({
-          capacity: countOption(settings, "tokenBucket.capacity"),
-          refillRate: countOption(settings, "tokenBucket.refillRate"),
-          interval: durationOption(settings, "tokenBucket.interval"),
-        });
-      case "leakyBucket":
-        return leakyBucket({
-          rate: countOption(settings, "leakyBucket.rate"),
-          period: durationOption(settings, "leakyBucket.period"),
-          burst: countOption(settings, "leakyBucket.burst"),
-          queue: countOption(settings, "leakyBucket.queue"),
-        });
-    }
-  })();
+  const read: SettingsReader = {
+    count: (name) => countOption(settings, `${algorithm}.${name}`),
+    duration: (name) => durationOption(settings, `${algorithm}.${name}`),
+  };
+  const main = PLAYGROUND_ALGORITHMS[algorithm].policy(read);
   const daily = dailyLimit(settings);
   return daily === 0 ? [main] : [main, fixedWindow({ limit: daily, window: "1d", name: "per-day" })];
 }
@@ -513,8 +461,9 @@ export function buildScenario(settings: Settings): Scenario {
       scenario.errors[algorithm] = message(error);
     }
   }
-  const fixed = scenario.policies.fixedWindow?.[0];
-  if (fixed?.kind === "fixedWindow") scenario.fixedWindowMs = fixed.windowMs;
+  // the fixed window's column starts with its own policy, built by fixedWindow()
+  const fixed = scenario.policies.fixedWindow?.[0] as FixedWindowPolicy | undefined;
+  scenario.fixedWindowMs = fixed?.windowMs;
   return scenario;
 }
 
