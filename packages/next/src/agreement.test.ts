@@ -129,10 +129,10 @@ describe("two layers: rateLimitProxy({ forwardHeaders }) and withRateLimit", () 
   it("options: forwardHeaders is validated, and is the proxy's alone", () => {
     const limiter = new RateLimiter({ limits: fixedWindow({ limit: 1, window: "1m" }) });
     expect(() => rateLimitProxy({ limiter, key: () => "k", forwardHeaders: "yes" as never })).toThrow(
-      '[sluice] rateLimitProxy: forwardHeaders must be true, false or a function (request, event) => boolean; got "yes"',
+      '[sluice] [next] forwardHeaders must be true, false or a function (request, event) => boolean; got "yes"',
     );
     expect(() => withRateLimit(() => new Response("ok"), { limiter, key: () => "k", forwardHeaders: true } as never)).toThrow(
-      "[sluice] withRateLimit: forwardHeaders is an option of rateLimitProxy (the proxy forwards, the route merges what it receives)",
+      "[sluice] [next] forwardHeaders must be left out of withRateLimit: it is an option of rateLimitProxy (the proxy forwards, the route merges what it receives)",
     );
   });
 

@@ -46,10 +46,16 @@ describe("rateLimitProxy refuses a concurrency limit: a proxy never sees the rou
   it("on the limiter or on any tier, naming withRateLimit", () => {
     const withCap = new RateLimiter({ limits: [fixedWindow({ limit: 5, window: "1m" }), concurrency({ limit: 2 })] });
     expect(() => rateLimitProxy({ limiter: withCap, key })).toThrow(SluiceConfigError);
-    expect(() => rateLimitMiddleware({ limiter: withCap, key })).toThrow(/rateLimitProxy: a concurrency\(\) limit needs the end of the route's response.*withRateLimit/);
+    expect(() => rateLimitMiddleware({ limiter: withCap, key })).toThrow(
+      /^\[sluice\] \[next\] limiter must hold no concurrency\(\) limit in a proxy: a lease needs the end of the route's response.*withRateLimit$/,
+    );
+    expect(() => rateLimitProxy({ limiter: withCap, key })).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "limiter" }));
     const tier = () => "pro";
-    expect(() => rateLimitProxy({ tiers: { free: [fixedWindow({ limit: 5, window: "1m" })], pro: { limits: concurrency({ limit: 2 }) } }, tier, key })).toThrow(SluiceConfigError);
+    const objectForm = () => rateLimitProxy({ tiers: { free: [fixedWindow({ limit: 5, window: "1m" })], pro: { limits: concurrency({ limit: 2 }) } }, tier, key });
+    expect(objectForm).toThrow(SluiceConfigError);
+    expect(objectForm).toThrow(expect.objectContaining({ option: "tiers.pro.limits" }));
     expect(() => rateLimitProxy({ tiers: { free: concurrency({ limit: 2 }) }, tier, key })).toThrow(SluiceConfigError);
+    expect(() => rateLimitProxy({ tiers: { free: concurrency({ limit: 2 }) }, tier, key })).toThrow(expect.objectContaining({ option: "tiers.free" }));
     expect(() => rateLimitProxy({ limiter: new RateLimiter({ limits: fixedWindow({ limit: 5, window: "1m" }) }), key })).not.toThrow();
   });
 });

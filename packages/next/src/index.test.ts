@@ -7,6 +7,7 @@ import {
   QUOTA_EXCEEDED_TYPE,
   RateLimiter,
   SluiceConfigError,
+  SluiceInputError,
   fixedWindow,
   leakyBucket,
 } from "@sluice/core";
@@ -217,7 +218,10 @@ describe("rateLimitProxy", () => {
     const GET = withRateLimit(() => new Response("ok"), { limiter, key: byApiKey, waitUntil: (p) => viaOption.push(p) });
     await GET(request(), undefined);
     expect(viaOption).toHaveLength(2);
-    expect(() => rateLimitProxy({ limiter, key: byApiKey, waitUntil: "after" as never })).toThrow(/rateLimitProxy: waitUntil must be a function/);
+    expect(() => rateLimitProxy({ limiter, key: byApiKey, waitUntil: "after" as never })).toThrow(/^\[sluice\] \[next\] waitUntil must be a function; got "after"$/);
+    expect(() => withRateLimit(() => new Response("ok"), { limiter, key: byApiKey, waitUntil: 1 as never })).toThrow(
+      expect.objectContaining({ code: "SLUICE_CONFIG", option: "waitUntil" }),
+    );
   });
 
   it("a leakyBucket with a queue: the request waits delayMs before continuing", async () => {
@@ -297,30 +301,54 @@ describe("rateLimitProxy", () => {
         key: byApiKey,
         proxy: (() => "hello") as never,
       });
-      await expect(proxy(request())).rejects.toThrow(/rateLimitProxy: proxy must return a Response, a NextResponse or nothing; got "hello"/);
+      await expect(proxy(request())).rejects.toThrow(/^\[sluice\] \[next\] proxy must return a Response, a NextResponse or nothing; got "hello"$/);
+      await expect(proxy(request())).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "proxy" }));
+    });
+
+    it("a proxy or onLimited that answers a network error is an error naming it", async () => {
+      const limiter = limiterOf(fixedWindow({ limit: 1, window: "1m" }));
+      const proxy = rateLimitProxy({ limiter, key: byApiKey, proxy: () => Response.error() });
+      await expect(proxy(request())).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "proxy" }));
+      const limited = rateLimitProxy({ limiter, key: byApiKey, onLimited: () => Response.error() });
+      await expect(limited(request())).rejects.toThrow(/^\[sluice\] \[next\] onLimited must return a response with a status; got a network error/);
+      await expect(limited(request())).rejects.toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "onLimited" }));
     });
   });
 
   describe("configuration errors are thrown by the factory, naming the option", () => {
     const limiter = limiterOf(fixedWindow({ limit: 1, window: "1m" }));
-    const cases: Array<[string, unknown, RegExp]> = [
-      ["no options", undefined, /rateLimitProxy needs an options object/],
-      ["neither key nor trust", { limiter }, /rateLimitProxy: key must be a function \(request, event\) => string, or give trust .*No header is trusted by default/],
-      ["key and trust", { limiter, key: byApiKey, trust: "vercel" }, /give key or trust, not both/],
-      ["an unknown trust", { limiter, trust: "x-forwarded-for" }, /rateLimitProxy: trust must be "cloudflare", "vercel" or a positive integer/],
-      ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /ipv6Subnet applies only with trust/],
-      ["no limiter", { key: byApiKey }, /limiter \(a RateLimiter\) or tiers/],
-      ["skip not a function", { limiter, key: byApiKey, skip: true }, /rateLimitProxy: skip must be a function; got true/],
-      ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, /rateLimitProxy: onLimited must be a function; got 429/],
-      ["a zero cost", { limiter, key: byApiKey, cost: 0 }, /cost must be a positive safe integer or a function; got 0/],
-      ["bad headers", { limiter, key: byApiKey, headers: ["ietf", "draft-7"] }, /headers: "ietf" and "draft-7" both write the RateLimit header/],
-      ["tiers without tier", { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, key: byApiKey }, /rateLimitProxy: tier must be a function/],
-      ["proxy not a function", { limiter, key: byApiKey, proxy: "/login" }, /rateLimitProxy: proxy must be a function/],
+    const free = fixedWindow({ limit: 1, window: "1m" });
+    // [label, options, message, option]: the options of rateLimitProxy (the pipeline's are core's, tagged [next])
+    const cases: Array<[string, unknown, RegExp, string]> = [
+      ["no options", undefined, /^\[sluice\] \[next\] options must be an object with limiter \(or tiers\) and key \(or trust\)/, "options"],
+      ["neither key nor trust", { limiter }, /^\[sluice\] \[next\] key must be a function \(request, event\) => string, or give trust .*\(no header is trusted by default\); got undefined$/, "key"],
+      ["key and trust", { limiter, key: byApiKey, trust: "vercel" }, /^\[sluice\] \[next\] trust must be left out when key is given/, "trust"],
+      ["an unknown trust", { limiter, trust: "x-forwarded-for" }, /^\[sluice\] \[next\] trust must be "cloudflare", "vercel" or a positive integer/, "trust"],
+      ["a bad ipv6Subnet", { limiter, trust: "vercel", ipv6Subnet: 0 }, /^\[sluice\] \[next\] ipv6Subnet must be an integer from 1 to 128/, "ipv6Subnet"],
+      ["ipv6Subnet without trust", { limiter, key: byApiKey, ipv6Subnet: 48 }, /^\[sluice\] \[next\] ipv6Subnet must be left out without trust/, "ipv6Subnet"],
+      ["no limiter", { key: byApiKey }, /^\[sluice\] \[next\] limiter must be a RateLimiter \(or give tiers\)/, "limiter"],
+      ["limiter and tiers", { limiter, tiers: { free }, tier: () => "free", key: byApiKey }, /^\[sluice\] \[next\] tiers must be left out when limiter is given/, "tiers"],
+      ["skip not a function", { limiter, key: byApiKey, skip: true }, /^\[sluice\] \[next\] skip must be a function; got true$/, "skip"],
+      ["onLimited not a function", { limiter, key: byApiKey, onLimited: 429 }, /^\[sluice\] \[next\] onLimited must be a function; got 429$/, "onLimited"],
+      ["onDecision not a function", { limiter, key: byApiKey, onDecision: "log" }, /^\[sluice\] \[next\] onDecision must be a function/, "onDecision"],
+      ["countWhen not a function", { limiter, key: byApiKey, countWhen: true }, /^\[sluice\] \[next\] countWhen must be a function/, "countWhen"],
+      ["onCallbackError not a function", { limiter, key: byApiKey, onCallbackError: 1 }, /^\[sluice\] \[next\] onCallbackError must be a function/, "onCallbackError"],
+      ["a zero cost", { limiter, key: byApiKey, cost: 0 }, /^\[sluice\] \[next\] cost must be a positive safe integer or a function; got 0$/, "cost"],
+      ["bad headers", { limiter, key: byApiKey, headers: ["ietf", "draft-7"] }, /headers must not hold both "ietf" and "draft-7", which both write the RateLimit header/, "headers"],
+      ["bad partitionKey", { limiter, key: byApiKey, partitionKey: { salt: 1 } }, /^\[sluice\] \[next\] partitionKey must be/, "partitionKey"],
+      ["bad dryRunHeaders", { limiter, key: byApiKey, dryRunHeaders: "yes" }, /^\[sluice\] \[next\] dryRunHeaders must be/, "dryRunHeaders"],
+      ["tiers without tier", { tiers: { free }, key: byApiKey }, /^\[sluice\] \[next\] tier must be a function/, "tier"],
+      ["a tier's policy", { tiers: { free: [free, 1] }, tier: () => "free", key: byApiKey }, /^\[sluice\] \[next\] tiers\.free\[1\] must be a policy/, "tiers.free[1]"],
+      ["a tiered timeoutMs", { tiers: { free }, tier: () => "free", key: byApiKey, timeoutMs: -1 }, /^\[sluice\] \[next\] timeoutMs must be/, "timeoutMs"],
+      ["proxy not a function", { limiter, key: byApiKey, proxy: "/login" }, /^\[sluice\] \[next\] proxy must be a function/, "proxy"],
+      ["forwardHeaders", { limiter, key: byApiKey, forwardHeaders: "yes" }, /^\[sluice\] \[next\] forwardHeaders must be true, false or a function/, "forwardHeaders"],
+      ["waitUntil", { limiter, key: byApiKey, waitUntil: "after" }, /^\[sluice\] \[next\] waitUntil must be a function/, "waitUntil"],
     ];
-    for (const [name, options, message] of cases) {
+    for (const [name, options, message, option] of cases) {
       it(name, () => {
         expect(() => rateLimitProxy(options as never)).toThrow(SluiceConfigError);
         expect(() => rateLimitProxy(options as never)).toThrow(message);
+        expect(() => rateLimitProxy(options as never)).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
       });
     }
   });
@@ -424,18 +452,26 @@ describe("withRateLimit", () => {
     });
   });
 
-  it("configuration errors name the option", () => {
-    const limiter = limiterOf(fixedWindow({ limit: 1, window: "1m" }));
-    expect(() => withRateLimit("GET" as never, { limiter, key: byApiKey })).toThrow(/withRateLimit: the first argument must be the route handler/);
-    expect(() => withRateLimit(() => new Response(), { limiter } as never)).toThrow(/withRateLimit: key must be a function/);
-    expect(() => withRateLimit(() => new Response(), { limiter, key: byApiKey, proxy: () => undefined } as never)).toThrow(
-      /proxy is an option of rateLimitProxy/,
-    );
+  it.each([
+    ["handler", () => withRateLimit("GET" as never, { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey }), /^\[sluice\] \[next\] handler must be the route handler/],
+    ["key", () => withRateLimit(() => new Response(), { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })) } as never), /^\[sluice\] \[next\] key must be a function \(request, context\) => string/],
+    ["proxy", () => withRateLimit(() => new Response(), { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, proxy: () => undefined } as never), /^\[sluice\] \[next\] proxy must be left out of withRateLimit/],
+    ["forwardHeaders", () => withRateLimit(() => new Response(), { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, forwardHeaders: true } as never), /^\[sluice\] \[next\] forwardHeaders must be left out/],
+    ["waitUntil", () => withRateLimit(() => new Response(), { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, waitUntil: "after" as never }), /^\[sluice\] \[next\] waitUntil must be a function/],
+    ["cost", () => withRateLimit(() => new Response(), { limiter: limiterOf(fixedWindow({ limit: 1, window: "1m" })), key: byApiKey, cost: -1 }), /^\[sluice\] \[next\] cost must be/],
+    ["tiers.pro", () => withRateLimit(() => new Response(), { tiers: { pro: [] }, tier: () => "pro", key: byApiKey }), /^\[sluice\] \[next\] tiers\.pro must hold at least one policy/],
+  ])("a bad %s is a SluiceConfigError naming it", (option, make, message) => {
+    expect(make).toThrow(SluiceConfigError);
+    expect(make).toThrow(message);
+    expect(make).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 
-  it("a handler that returns no Response is a TypeError naming withRateLimit", async () => {
+  it("a handler that returns no Response is a SluiceInputError naming the response", async () => {
     const GET = withRateLimit((() => undefined) as never, { limiter: limiterOf(fixedWindow({ limit: 5, window: "1m" })), key: byApiKey });
-    await expect(GET(request(), undefined)).rejects.toThrow(new TypeError("[sluice] withRateLimit: the handler must return a Response; got undefined"));
+    const answered = GET(request(), undefined);
+    await expect(answered).rejects.toThrow(SluiceInputError);
+    await expect(answered).rejects.toThrow("[sluice] [next] response must be a Response (what the handler returns); got undefined");
+    await expect(answered).rejects.toThrow(expect.objectContaining({ code: "SLUICE_INPUT", option: "response" }));
   });
 });
 

@@ -56,7 +56,7 @@ export type RateLimitOptions<Extra extends unknown[] = []> = RateLimitLimiterOpt
 export function nextPipeline<Extra extends unknown[]>(options: RateLimitOptions<Extra>, platform: Platform<NextArgs<Extra>>): Pipeline<NextArgs<Extra>> {
   const waitUntil = (options as Partial<RateLimitCommonOptions<Extra>> | null | undefined)?.waitUntil;
   if (waitUntil !== undefined && typeof waitUntil !== "function") {
-    throw new SluiceConfigError(`${platform.where}: waitUntil must be a function; got ${describeValue(waitUntil)}`);
+    throw new SluiceConfigError(`[sluice] [next] waitUntil must be a function; got ${describeValue(waitUntil)}`, { option: "waitUntil" });
   }
   return createPipeline(options as PipelineOptions<NextArgs<Extra>>, platform);
 }

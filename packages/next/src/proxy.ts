@@ -58,29 +58,36 @@ export type RateLimitProxyOptions = RateLimitOptions<[event: NextFetchEvent]> & 
  */
 export type RateLimitProxy = (request: NextRequest, event?: NextFetchEvent) => Promise<NextResponse>;
 
-function toNextResponse(response: Response, where: string): NextResponse {
+/** `response` as a `NextResponse`; `option` names the callback that answered it (`"proxy"`, `"onLimited"`) in the error. */
+function toNextResponse(response: Response, option: "proxy" | "onLimited"): NextResponse {
   if (response instanceof NextResponse) return response;
   if (typeof response !== "object" || response === null || typeof (response as Partial<Response>).status !== "number") {
-    throw new SluiceConfigError(`${where}: proxy must return a Response, a NextResponse or nothing; got ${describeValue(response)}`);
+    throw new SluiceConfigError(`[sluice] [next] ${option} must return a Response, a NextResponse or nothing; got ${describeValue(response)}`, { option });
   }
   if (response.type === "error" || response.status === 0) {
-    throw new SluiceConfigError(`${where}: a network error (Response.error()) cannot be returned from a proxy; return a response with a status`);
+    throw new SluiceConfigError(
+      `[sluice] [next] ${option} must return a response with a status; got a network error (Response.error()), which a proxy cannot return`,
+      { option },
+    );
   }
   // a copy: a plain Response's headers may be immutable (Response.redirect(), a fetch() response)
   return new NextResponse(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 /** Whether the limiter, or any tier, has a `concurrency()` limit. */
-function hasConcurrencyLimit(options: RateLimitProxyOptions): boolean {
+/** The option that holds a concurrency() limit (`"limiter"`, `"tiers.pro"`, `"tiers.pro.limits"`), if one does. */
+function concurrencyLimitIn(options: RateLimitProxyOptions): string | undefined {
   const isConcurrency = (policy: unknown) => isPolicy(policy) && holdsLeases(policy);
   const limiter = (options as { limiter?: { policies?: unknown } }).limiter;
-  if (Array.isArray(limiter?.policies) && limiter.policies.some(isConcurrency)) return true;
+  if (Array.isArray(limiter?.policies) && limiter.policies.some(isConcurrency)) return "limiter";
   const tiers = (options as { tiers?: unknown }).tiers;
-  if (typeof tiers !== "object" || tiers === null) return false;
-  return Object.values(tiers).some((entry: unknown) => {
-    const limits = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "limits" in entry ? (entry as { limits: unknown }).limits : entry;
-    return Array.isArray(limits) ? limits.some(isConcurrency) : isConcurrency(limits);
-  });
+  if (typeof tiers !== "object" || tiers === null) return undefined;
+  for (const [name, entry] of Object.entries(tiers)) {
+    const objectForm = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "limits" in entry;
+    const limits: unknown = objectForm ? (entry as { limits: unknown }).limits : entry;
+    if (Array.isArray(limits) ? limits.some(isConcurrency) : isConcurrency(limits)) return objectForm ? `tiers.${name}.limits` : `tiers.${name}`;
+  }
+  return undefined;
 }
 
 /** Marks the event made up for a call without one. */
@@ -164,40 +171,45 @@ export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
   const waitUntil = options?.waitUntil;
   const { check, delay, finish } = nextPipeline<[event: NextFetchEvent]>(options, {
     where,
+    tag: "next",
     params: "request, event",
     request: (request) => request,
     // Next.js's event; without one, the waitUntil option, else the work is awaited
     waitUntil: (_request, event) => (STAND_IN in event ? waitUntil : (promise) => event.waitUntil(promise)),
   });
-  if (hasConcurrencyLimit(options)) {
+  const holder = concurrencyLimitIn(options);
+  if (holder !== undefined) {
     throw new SluiceConfigError(
-      `${where}: a concurrency() limit needs the end of the route's response, which a proxy never sees (it would release the lease at once); put it on the route handler with withRateLimit`,
+      `[sluice] [next] ${holder} must hold no concurrency() limit in a proxy: a lease needs the end of the route's response, which a proxy never sees (it would release the lease at once); put it on the route handler with withRateLimit`,
+      { option: holder },
     );
   }
   const inner = options.proxy;
   if (inner !== undefined && typeof inner !== "function") {
-    throw new SluiceConfigError(`${where}: proxy must be a function (request, event) => response or nothing; got ${describeValue(inner)}`);
+    throw new SluiceConfigError(`[sluice] [next] proxy must be a function (request, event) => response or nothing; got ${describeValue(inner)}`, { option: "proxy" });
   }
   const forward = options.forwardHeaders ?? false;
   if (typeof forward !== "boolean" && typeof forward !== "function") {
-    throw new SluiceConfigError(`${where}: forwardHeaders must be true, false or a function (request, event) => boolean; got ${describeValue(forward)}`);
+    throw new SluiceConfigError(`[sluice] [next] forwardHeaders must be true, false or a function (request, event) => boolean; got ${describeValue(forward)}`, {
+      option: "forwardHeaders",
+    });
   }
 
   return async function rateLimitProxy(request: NextRequest, event?: NextFetchEvent): Promise<NextResponse> {
     const nextEvent = event ?? standInEvent(request, waitUntil);
     const outcome = await check(request, nextEvent);
-    if (outcome.response !== undefined) return toNextResponse(outcome.response, where);
+    if (outcome.response !== undefined) return toNextResponse(outcome.response, "onLimited");
     await delay(outcome);
     const result = inner === undefined ? undefined : await inner(request, nextEvent);
-    if (result !== undefined && result !== null) return toNextResponse(await finish(outcome, toNextResponse(result, where)), where);
+    if (result !== undefined && result !== null) return toNextResponse(await finish(outcome, toNextResponse(result, "proxy")), "proxy");
     // continue to the route; a forwarded request carries the headers in a request header instead
     const forwarding = outcome.headers.length > 0 && (forward === true || (forward !== false && forward(request, nextEvent) === true));
-    if (!forwarding && !request.headers.has(FORWARDED_HEADERS)) return toNextResponse(await finish(outcome, NextResponse.next()), where);
+    if (!forwarding && !request.headers.has(FORWARDED_HEADERS)) return toNextResponse(await finish(outcome, NextResponse.next()), "proxy");
     const upstream = new Headers(request.headers);
     // what a client sent under that name never reaches the route
     if (forwarding) upstream.set(FORWARDED_HEADERS, encodeForwarded(outcome.headers));
     else upstream.delete(FORWARDED_HEADERS);
-    return toNextResponse(await finish(outcome, NextResponse.next({ request: { headers: upstream } }), forwarding), where);
+    return toNextResponse(await finish(outcome, NextResponse.next({ request: { headers: upstream } }), forwarding), "proxy");
   };
 }
 

@@ -80,17 +80,25 @@ export function withRateLimit<Context = unknown>(
 ): (request: NextRequest, context: Context) => Promise<Response> {
   const where = "withRateLimit";
   if (typeof handler !== "function") {
-    throw new SluiceConfigError(`${where}: the first argument must be the route handler, (request, context) => Response; got ${describeValue(handler)}`);
+    throw new SluiceConfigError(`[sluice] [next] handler must be the route handler, (request, context) => Response; got ${describeValue(handler)}`, {
+      option: "handler",
+    });
   }
   if (typeof options === "object" && options !== null && "proxy" in options) {
-    throw new SluiceConfigError(`${where}: proxy is an option of rateLimitProxy; a route handler is wrapped directly`);
+    throw new SluiceConfigError("[sluice] [next] proxy must be left out of withRateLimit: it is an option of rateLimitProxy (a route handler is wrapped directly)", {
+      option: "proxy",
+    });
   }
   if (typeof options === "object" && options !== null && "forwardHeaders" in options) {
-    throw new SluiceConfigError(`${where}: forwardHeaders is an option of rateLimitProxy (the proxy forwards, the route merges what it receives)`);
+    throw new SluiceConfigError(
+      "[sluice] [next] forwardHeaders must be left out of withRateLimit: it is an option of rateLimitProxy (the proxy forwards, the route merges what it receives)",
+      { option: "forwardHeaders" },
+    );
   }
   const waitUntil = options?.waitUntil;
   const { handle } = nextPipeline<[context: Context]>(options, {
     where,
+    tag: "next",
     params: "request, context",
     request: (request) => request,
     waitUntil: () => waitUntil,
