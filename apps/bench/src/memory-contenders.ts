@@ -7,25 +7,20 @@
  *
  * @module
  */
-import {
-  MemoryStore,
-  type Policy,
-  RateLimiter,
-  fixedWindow,
-  leakyBucket,
-  slidingLog,
-  slidingWindow,
-  tokenBucket,
-} from "@sluice/core";
+import { MemoryStore, type Policy, RateLimiter } from "@sluice/core";
 import { MemoryStore as ExpressMemoryStore } from "express-rate-limit";
 import { MemoryStore as HonoMemoryStore } from "hono-rate-limiter";
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { type Contender, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
+import { BENCH_ALGORITHMS, type BenchAlgorithmId, MEASURED_ALGORITHMS } from "./algorithms/index.js";
 import { type Decide, type HeapResult, measureHeapHere } from "./lib/heap.js";
 
-export const ALGORITHMS = ["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"] as const;
-export type Algorithm = (typeof ALGORITHMS)[number];
+export { denyWindowMs } from "./algorithms/index.js";
+
+/** The Sluice algorithms measured (the five rate algorithms), in order: the table of `algorithms/index.ts`. */
+export const ALGORITHMS: readonly Algorithm[] = MEASURED_ALGORITHMS;
+export type Algorithm = BenchAlgorithmId;
 
 export const RLF = "rate-limiter-flexible";
 export const FLOOR = "naive floor";
@@ -128,77 +123,19 @@ function peerDecide(name: string, quota: number): (key: string) => Promise<boole
   throw new Error(`unknown peer ${JSON.stringify(name)}`);
 }
 
-/**
- * Policies that never deny within a benchmark run. The sliding log keeps one entry per distinct
- * millisecond in which a key admitted requests (same-millisecond requests merge into one entry),
- * so its window is 1 s: the log then holds at most ~1,000 entries per key and is in a steady state
- * (old entries leave as new ones arrive) instead of growing for the whole run as a 1 h log would.
- */
+/** A policy that never denies within a benchmark run (see `algorithms/index.ts`). */
 export function allowPolicy(algorithm: Algorithm): Policy {
-  switch (algorithm) {
-    case "fixedWindow":
-      return fixedWindow({ limit: 1e9, window: "1h" });
-    case "slidingWindow":
-      return slidingWindow({ limit: 1e9, window: "1h" });
-    case "slidingLog":
-      return slidingLog({ limit: 1e9, window: "1s" });
-    case "tokenBucket":
-      return tokenBucket({ capacity: 1e9, refillRate: 1e9 });
-    case "leakyBucket":
-      return leakyBucket({ rate: 1e9, period: "1s", burst: 1e9 });
-  }
+  return BENCH_ALGORITHMS[algorithm].allow();
 }
 
-/**
- * A fixed window for the deny path whose current window has more than an hour left at `nowMs`.
- * Fixed windows are aligned to the epoch (`floor(now / window)`), so a 1 h window rolls over at
- * the top of every hour, and a run that crossed it saw one call allowed (and stopped, as the
- * harness demands). The longest window of whole days from 24 down whose current window has more
- * than an hour left: 24 days except in the hour before one of its boundaries; two whole-day
- * windows end together only at their common multiples (23 and 24 days: every 552 days).
- */
-export function denyWindowMs(nowMs: number): number {
-  const hour = 3_600_000;
-  for (let days = 24; days >= 2; days--) {
-    const window = days * 24 * hour;
-    if (window - (nowMs % window) > hour) return window;
-  }
-  throw new Error(`no whole-day window of 2 to 24 days has an hour left at ${nowMs}`);
-}
-
-/**
- * Policies with a quota of 1 for at least an hour: after one request, every request of the run is
- * denied (the fixed window: see {@link denyWindowMs}).
- */
+/** A policy with a quota of 1 for at least an hour from `nowMs`: after one request, every request of the run is denied. */
 export function denyPolicy(algorithm: Algorithm, nowMs = Date.now()): Policy {
-  switch (algorithm) {
-    case "fixedWindow":
-      return fixedWindow({ limit: 1, window: denyWindowMs(nowMs) });
-    case "slidingWindow":
-      return slidingWindow({ limit: 1, window: "1h" });
-    case "slidingLog":
-      return slidingLog({ limit: 1, window: "1h" });
-    case "tokenBucket":
-      return tokenBucket({ capacity: 1, refillRate: 1, interval: "1h" });
-    case "leakyBucket":
-      return leakyBucket({ rate: 1, period: "1h", burst: 1 });
-  }
+  return BENCH_ALGORITHMS[algorithm].deny(nowMs);
 }
 
-/** Realistic policies for the idle-key memory figure (the numbers do not change the state's size). */
+/** A realistic policy for the idle-key memory figure (the numbers do not change the state's size). */
 export function idlePolicy(algorithm: Algorithm): Policy {
-  switch (algorithm) {
-    case "fixedWindow":
-      return fixedWindow({ limit: 100, window: "1m" });
-    case "slidingWindow":
-      return slidingWindow({ limit: 100, window: "1m" });
-    case "slidingLog":
-      return slidingLog({ limit: 100, window: "1m" });
-    case "tokenBucket":
-      return tokenBucket({ capacity: 100, refillRate: 10 });
-    case "leakyBucket":
-      return leakyBucket({ rate: 10, period: "1s", burst: 100 });
-  }
+  return BENCH_ALGORITHMS[algorithm].idle();
 }
 
 /**

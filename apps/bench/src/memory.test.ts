@@ -6,7 +6,24 @@ import { describe, expect, it } from "vitest";
 import { buildKeys, measureThroughput, median, pairedRatio, roundOps, shuffled } from "./lib/harness.js";
 import { markdownTable, target, verdict } from "./lib/report.js";
 import { fixedWindow, MemoryStore, RateLimiter } from "@sluice/core";
-import { CLOCK_FLOOR, EXPRESS, FLOOR, HONO_RL, LIMITER, RLF, denyWindowMs, measureAlgorithm, measureHeap, scenarioContenders } from "./memory-contenders.js";
+import { POLICY_KINDS } from "@sluice/core/store";
+import { BENCH_ALGORITHMS } from "./algorithms/index.js";
+import {
+  ALGORITHMS,
+  CLOCK_FLOOR,
+  EXPRESS,
+  FLOOR,
+  HONO_RL,
+  LIMITER,
+  RLF,
+  allowPolicy,
+  denyPolicy,
+  denyWindowMs,
+  idlePolicy,
+  measureAlgorithm,
+  measureHeap,
+  scenarioContenders,
+} from "./memory-contenders.js";
 import { agrees, formatStat, pairedStat, ratioStat } from "./lib/stats.js";
 import { TARGETS, type ThroughputRow, formatMemoryReport, runMemoryBench } from "./memory.js";
 
@@ -37,6 +54,16 @@ describe("the deny path's fixed window", () => {
     expect((await limiter.limit("k")).allowed).toBe(true);
     now += 60 * 60_000; // past the hour
     expect((await limiter.limit("k")).allowed).toBe(false);
+  });
+});
+
+describe("the table of algorithms", () => {
+  it("has an entry for every policy kind of core and measures the five rate algorithms, each with policies of its own kind", () => {
+    expect(Object.keys(BENCH_ALGORITHMS).sort()).toEqual([...POLICY_KINDS].sort());
+    expect(ALGORITHMS).toEqual(["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket"]);
+    for (const algorithm of ALGORITHMS) {
+      expect([allowPolicy(algorithm), denyPolicy(algorithm), idlePolicy(algorithm)].map((p) => p.kind)).toEqual([algorithm, algorithm, algorithm]);
+    }
   });
 });
 
