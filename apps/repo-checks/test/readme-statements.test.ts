@@ -16,6 +16,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { POLICY_KINDS } from "@sluice/core/store";
 import { describe, expect, it } from "vitest";
 
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
@@ -98,7 +99,9 @@ describe("the root README", () => {
       const manifest = JSON.parse(read(`packages/${name}/package.json`)) as { name: string; private?: boolean };
       expect(readme, manifest.name).toContain(manifest.private === true ? `[\`packages/${name}\`](packages/${name})` : `[\`${manifest.name}\`](packages/${name})`);
     }
-    for (const factory of ["fixedWindow", "slidingWindow", "slidingLog", "tokenBucket", "leakyBucket", "concurrency"]) {
+    // every kind of core's registry (a new kind needs its row): its factory has the kind's name
+    expect(POLICY_KINDS.length).toBeGreaterThanOrEqual(6);
+    for (const factory of POLICY_KINDS) {
       expect(readme, factory).toMatch(new RegExp(`^\\| \`${factory}\\(\\{`, "m"));
       expect(read("packages/core/src/index.ts"), factory).toMatch(new RegExp(`\\b${factory},`));
     }
