@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { Decision, Policy, PolicyKind } from "@sluice/core";
+import type { Decision, Duration, Policy, PolicyKind } from "@sluice/core";
 import fc from "fast-check";
 
 /** A policy's `block` option as data. */
@@ -194,4 +194,32 @@ export function windowAgreementArbitrary(
   windowMs: fc.Arbitrary<number> = fc.integer({ min: 1, max: 90 }).map((s) => s * 1000),
 ): fc.Arbitrary<Policy> {
   return fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }).map(({ limit, windowMs }) => factory({ limit, window: windowMs, name }));
+}
+
+/** A window algorithm's kind. */
+export type WindowKind = "fixedWindow" | "slidingWindow" | "slidingLog";
+
+/**
+ * The reference algorithm of a window kind: `limit` per `window`, its factory and model, the
+ * per-window bound unless `bound` says otherwise, the agreement runs' windows unless `agreementWindowMs`
+ * says otherwise.
+ */
+export function windowReference<K extends WindowKind>(
+  kind: K,
+  factory: (options: { limit: number; window: number | Duration; name?: string }) => PolicyOf<K>,
+  model: (policy: PolicyOf<K>) => Model,
+  more: { bound?: (policy: PolicyOf<K>, mine: readonly Admission[], nowMs: number) => string | undefined; agreementWindowMs?: fc.Arbitrary<number> } = {},
+): ReferenceAlgorithm<K, WindowSpecOptions> {
+  return {
+    kind,
+    leases: false,
+    create: (options) => factory(options as Parameters<typeof factory>[0]),
+    model,
+    violatedBound: more.bound ?? (perWindowBound as (policy: PolicyOf<K>, mine: readonly Admission[], nowMs: number) => string | undefined),
+    timeScalesMs: windowTimeScalesMs,
+    arbitrary: { options: windowOptionsArbitrary, weight: 5 },
+    agreementArbitrary: (name) => windowAgreementArbitrary(factory, name, more.agreementWindowMs),
+    maxCost: (options) => options.limit,
+    vectorSpanMs: windowVectorSpanMs,
+  };
 }

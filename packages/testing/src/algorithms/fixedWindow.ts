@@ -5,18 +5,7 @@
  * @module
  */
 import { fixedWindow } from "@sluice/core";
-import {
-  type Model,
-  type ModelCharge,
-  type PolicyOf,
-  type ReferenceAlgorithm,
-  type WindowSpecOptions,
-  perWindowBound,
-  windowAgreementArbitrary,
-  windowOptionsArbitrary,
-  windowTimeScalesMs,
-  windowVectorSpanMs,
-} from "./definition.js";
+import { type Model, type ModelCharge, type PolicyOf, windowReference } from "./definition.js";
 
 class FixedWindowModel implements Model {
   readonly counts = new Map<number, number>();
@@ -56,15 +45,4 @@ class FixedWindowModel implements Model {
   }
 }
 
-export const fixedWindowReference: ReferenceAlgorithm<"fixedWindow", WindowSpecOptions> = {
-  kind: "fixedWindow",
-  leases: false,
-  create: (options) => fixedWindow(options as Parameters<typeof fixedWindow>[0]),
-  model: (policy) => new FixedWindowModel(policy),
-  violatedBound: perWindowBound,
-  timeScalesMs: windowTimeScalesMs,
-  arbitrary: { options: windowOptionsArbitrary, weight: 5 },
-  agreementArbitrary: (name) => windowAgreementArbitrary(fixedWindow, name),
-  maxCost: (options) => options.limit,
-  vectorSpanMs: windowVectorSpanMs,
-};
+export const fixedWindowReference = windowReference("fixedWindow", fixedWindow, (policy) => new FixedWindowModel(policy));

@@ -6,19 +6,7 @@
  */
 import { slidingLog } from "@sluice/core";
 import fc from "fast-check";
-import {
-  type Admission,
-  type Model,
-  type ModelCharge,
-  type PolicyOf,
-  type ReferenceAlgorithm,
-  type WindowSpecOptions,
-  netUnits,
-  windowAgreementArbitrary,
-  windowOptionsArbitrary,
-  windowTimeScalesMs,
-  windowVectorSpanMs,
-} from "./definition.js";
+import { type Admission, type Model, type ModelCharge, type PolicyOf, netUnits, windowReference } from "./definition.js";
 
 class SlidingLogModel implements Model {
   readonly log: { at: number; cost: number }[] = [];
@@ -70,16 +58,8 @@ function slidingLogBound(policy: PolicyOf<"slidingLog">, mine: readonly Admissio
   return sum > policy.limit ? `slidingLog ${policy.name}: ${sum} units admitted in (${nowMs - W}, ${nowMs}] (limit ${policy.limit})` : undefined;
 }
 
-export const slidingLogReference: ReferenceAlgorithm<"slidingLog", WindowSpecOptions> = {
-  kind: "slidingLog",
-  leases: false,
-  create: (options) => slidingLog(options as Parameters<typeof slidingLog>[0]),
-  model: (policy) => new SlidingLogModel(policy),
-  violatedBound: slidingLogBound,
-  timeScalesMs: windowTimeScalesMs,
-  arbitrary: { options: windowOptionsArbitrary, weight: 5 },
+export const slidingLogReference = windowReference("slidingLog", slidingLog, (policy) => new SlidingLogModel(policy), {
+  bound: slidingLogBound,
   // any window from half a second to 90 s (the log has no window grid)
-  agreementArbitrary: (name) => windowAgreementArbitrary(slidingLog, name, fc.integer({ min: 500, max: 90_000 })),
-  maxCost: (options) => options.limit,
-  vectorSpanMs: windowVectorSpanMs,
-};
+  agreementWindowMs: fc.integer({ min: 500, max: 90_000 }),
+});

@@ -6,18 +6,7 @@
  * @module
  */
 import { slidingWindow } from "@sluice/core";
-import {
-  type Model,
-  type ModelCharge,
-  type PolicyOf,
-  type ReferenceAlgorithm,
-  type WindowSpecOptions,
-  perWindowBound,
-  windowAgreementArbitrary,
-  windowOptionsArbitrary,
-  windowTimeScalesMs,
-  windowVectorSpanMs,
-} from "./definition.js";
+import { type Model, type ModelCharge, type PolicyOf, windowReference } from "./definition.js";
 
 class SlidingWindowModel implements Model {
   readonly counts = new Map<number, number>();
@@ -74,17 +63,6 @@ class SlidingWindowModel implements Model {
   }
 }
 
-export const slidingWindowReference: ReferenceAlgorithm<"slidingWindow", WindowSpecOptions> = {
-  kind: "slidingWindow",
-  leases: false,
-  create: (options) => slidingWindow(options as Parameters<typeof slidingWindow>[0]),
-  model: (policy) => new SlidingWindowModel(policy),
-  // the weighted count never lets the current window hold more than the limit (its bound per
-  // window; the weighting makes it tighter, which the reference models check)
-  violatedBound: perWindowBound,
-  timeScalesMs: windowTimeScalesMs,
-  arbitrary: { options: windowOptionsArbitrary, weight: 5 },
-  agreementArbitrary: (name) => windowAgreementArbitrary(slidingWindow, name),
-  maxCost: (options) => options.limit,
-  vectorSpanMs: windowVectorSpanMs,
-};
+// the weighted count never lets the current window hold more than the limit: the per-window bound
+// (the weighting makes it tighter, which the reference model checks)
+export const slidingWindowReference = windowReference("slidingWindow", slidingWindow, (policy) => new SlidingWindowModel(policy));
