@@ -22,9 +22,10 @@
  *
  * @module
  */
-import { type Policy, SluiceInputError, type StoreResult } from "@sluice/core";
+import { type Policy, SluiceInputError } from "@sluice/core";
 import {
   type StateDecision,
+  type StoreResult,
   type StoredState,
   assertKey,
   assertNamespace,

@@ -11,7 +11,6 @@ export {
   MAX_SHARDS,
   type DurableObjectStoreOptions,
   type SluiceLimiterNamespace,
-  type SluiceLimiterStub,
 } from "./store.js";
 export {
   withRateLimit,
@@ -24,16 +23,6 @@ export {
   type WithRateLimitLimiterOptions,
   type WithRateLimitTieredOptions,
 } from "./with-rate-limit.js";
-export type {
-  PolicySpec,
-  LimiterCall,
-  ConsumeCall,
-  RefundCall,
-  ReleaseCall,
-  ResetCall,
-  DecisionReply,
-  ResetReply,
-  Refusal,
-  RefusalName,
-} from "./protocol.js";
+// The RPC wire format between DurableObjectStore and SluiceLimiter (protocol.ts: the calls, their
+// replies, policies as plain data) is internal: both ends ship in this package and change together.
 export type { Decision } from "@sluice/core";

@@ -12,8 +12,8 @@
  *
  * @module
  */
-import { type Policy, type PolicyResult, SluiceConfigError, SluiceInputError, SluiceStoreError, type StoreResult } from "@sluice/core";
-import { MAX_POLICIES, isPolicyKind, namespaceKey, policyData, policyFromData, storageKey } from "@sluice/core/store";
+import { type Policy, type PolicyResult, SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
+import { MAX_POLICIES, type StoreResult, isPolicyKind, namespaceKey, policyData, policyFromData, storageKey } from "@sluice/core/store";
 
 /**
  * A policy as plain data: its kind and name, the options its factory takes (durations in ms) and

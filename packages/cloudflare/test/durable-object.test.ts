@@ -4,7 +4,8 @@
  * fence, validation of what callers send, sharding, and no over-admission under concurrency.
  */
 import { rm } from "node:fs/promises";
-import { type Decision, RateLimiter, type RateLimiterOptions, type StoreResult, concurrency, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
+import { type Decision, RateLimiter, type RateLimiterOptions, concurrency, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
+import type { StoreResult } from "@sluice/core/store";
 import { T0 } from "@sluice/testing";
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -5,7 +5,8 @@
  * (Node, over MemoryStore: the wrapper imports nothing from `cloudflare:workers`. The same option
  * over the Durable Object store, in workerd, is tested with `@sluice/otel` in packages/otel.)
  */
-import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow, partitionKeyOf } from "@sluice/core";
+import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow } from "@sluice/core";
+import { partitionKeyOf } from "@sluice/core/adapter";
 import { describe, expect, it } from "vitest";
 import { withRateLimit } from "../src/with-rate-limit.js";
 

@@ -9,8 +9,11 @@
  * - The header writer machinery: {@link resolveHeaderStyles} validates the `headers` option,
  *   {@link compileRateLimitHeaders} builds a limiter's writer once (everything static computed
  *   then), {@link HEADER_FORMATTERS} is the table of styles; {@link mergeRateLimitHeaders} joins
- *   the headers of two layers that limited one request.
- * - {@link describeValue}, to write configuration errors the way core does.
+ *   the headers of two layers that limited one request; {@link ietfPolicyHeader} is a limiter's
+ *   `RateLimit-Policy` value and {@link partitionKeyOf} the `pk` of a storage key.
+ * - {@link describeValue}, to write configuration errors the way core does; {@link isPolicy} tells
+ *   a policy from anything else (an adapter whose arguments are overloaded), {@link holdsLeases}
+ *   whether its allowed requests hold a lease the adapter must release.
  *
  * One callback convention, no exceptions: every callback gets the framework's own arguments
  * first, in the framework's order, then what Sluice adds (`key`, `response`, `decision`, `info`).
@@ -55,12 +58,13 @@ export {
   compileRateLimitHeaders,
   resolveHeaderStyles,
   mergeRateLimitHeaders,
+  ietfPolicyHeader,
+  partitionKeyOf,
   HEADER_FORMATTERS,
   type HeaderFormatter,
   type HeaderWriter,
   type HeaderSink,
   type HeaderStyle,
 } from "./headers.js";
+export { holdsLeases, isPolicy } from "./algorithms/index.js";
 export type { Decision, MaybePromise } from "./types.js";
-/** Whether a policy's allowed requests hold leases (a `concurrency()` cap): an adapter must then release them. */
-export { holdsLeases } from "./algorithms/index.js";

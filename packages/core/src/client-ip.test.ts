@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type ClientIpOptions, SluiceConfigError, clientIp, normalizeIp, validateClientIpOptions } from "./index.js";
+import { type ClientIpOptions, SluiceConfigError, clientIp, normalizeIp } from "./index.js";
+import { validateClientIpOptions } from "./client-ip.js";
 
 function request(headers: Record<string, string> | [string, string][]): Request {
   return new Request("https://api.test/", { headers });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  type BoundStore,
   type Decision,
   MemoryStore,
   type Policy,
@@ -8,14 +7,14 @@ import {
   type RateLimiterOptions,
   SluiceConfigError,
   type Store,
-  type StoreNamespace,
   createGuard,
-  denyCacheMarginMs,
   fixedWindow,
   setRateLimitHeaders,
   slidingWindow,
   tokenBucket,
 } from "./index.js";
+import { denyCacheMarginMs } from "./deny-cache.js";
+import type { BoundStore, StoreNamespace } from "./types.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;

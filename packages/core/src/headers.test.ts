@@ -10,15 +10,13 @@ import {
   SluiceConfigError,
   createGuard,
   fixedWindow,
-  ietfPolicyHeader,
   leakyBucket,
-  partitionKeyOf,
   setRateLimitHeaders,
   slidingLog,
   slidingWindow,
   tokenBucket,
 } from "./index.js";
-import { HEADER_FORMATTERS, compileRateLimitHeaders, resolveHeaderStyles } from "./adapter.js";
+import { HEADER_FORMATTERS, compileRateLimitHeaders, ietfPolicyHeader, partitionKeyOf, resolveHeaderStyles } from "./adapter.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;

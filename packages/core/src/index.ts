@@ -1,7 +1,24 @@
 /**
- * Sluice core: the algorithms, the `RateLimiter`, the `Store` contract and `MemoryStore`, and the
- * Fetch-level pieces (guard, headers, 429 response, client identity) that every adapter wraps.
- * No runtime dependencies, no Node APIs: it runs wherever the Fetch API runs.
+ * Sluice core: the algorithms, the `RateLimiter` and `MemoryStore`, and the Fetch-level pieces
+ * (guard, headers, 429 response, client identity) that every adapter wraps. No runtime
+ * dependencies, no Node APIs: it runs wherever the Fetch API runs.
+ *
+ * This entry is what an application calls, with the types of those calls, the errors it may catch
+ * and the defaults and bounds of its options. Two more entries serve other audiences:
+ * `@sluice/core/adapter` (the request pipeline and the header writers, for adapter authors) and
+ * `@sluice/core/store` (the `Store` contract, the key schema and a pure decision over JSON state,
+ * for store authors). The export list of each is pinned by `entries.test.ts`.
+ *
+ * @example
+ * ```ts
+ * import { RateLimiter, fixedWindow, tokenBucket } from "@sluice/core";
+ *
+ * const limiter = new RateLimiter({
+ *   limits: [tokenBucket({ capacity: 10, refillRate: 1 }), fixedWindow({ limit: 1000, window: "1d" })],
+ * });
+ * const decision = await limiter.limit("user:42");
+ * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
+ * ```
  *
  * @module
  */
@@ -12,8 +29,6 @@ export {
   tokenBucket,
   leakyBucket,
   concurrency,
-  isPolicy,
-  blockDurationMs,
   type BlockOption,
   type BlockSpec,
   type Policy,
@@ -29,9 +44,10 @@ export {
   type TokenBucketOptions,
   type LeakyBucketOptions,
 } from "./algorithms/index.js";
-export { toMs, formatMs, MAX_DURATION_MS, type Duration, type DurationUnit } from "./duration.js";
+export { toMs, type Duration, type DurationUnit } from "./duration.js";
 export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
 export type { SluiceErrorCode, SluiceOptionErrorOptions } from "./errors.js";
+// the bounds of what a user passes: a key's length, the policies of one limiter
 export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
 export {
   RateLimiter,
@@ -42,19 +58,10 @@ export {
   type LimiterMode,
   type StoreErrorMode,
 } from "./limiter.js";
-export {
-  DEFAULT_DENY_CACHE_MAX_KEYS,
-  denyCacheMarginMs,
-  type DenyCacheOption,
-  type DenyCacheOptions,
-} from "./deny-cache.js";
+export { DEFAULT_DENY_CACHE_MAX_KEYS, type DenyCacheOption, type DenyCacheOptions } from "./deny-cache.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";
-// the header writer machinery (compileRateLimitHeaders, resolveHeaderStyles, HEADER_FORMATTERS,
-// mergeRateLimitHeaders) is in the "@sluice/core/adapter" entry, with createPipeline
 export {
   setRateLimitHeaders,
-  ietfPolicyHeader,
-  partitionKeyOf,
   DEFAULT_HEADER_STYLES,
   type HeaderStyle,
   type HeadersOption,
@@ -69,28 +76,8 @@ export {
   QUOTA_EXCEEDED_TITLE,
   type QuotaExceededProblem,
 } from "./response.js";
-export { clientIp, normalizeIp, validateClientIpOptions, UNKNOWN_CLIENT_KEY, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
+export { clientIp, normalizeIp, UNKNOWN_CLIENT_KEY, type ClientIpOptions, type ClientIpTrust } from "./client-ip.js";
 export { createGuard, type Guard, type GuardOptions, type GuardResult } from "./guard.js";
-// the options every adapter takes (createPipeline itself is in "@sluice/core/adapter")
-export type {
-  PipelineOptions,
-  PipelineCommonOptions,
-  CallbackName,
-  DecisionInfo,
-  PipelineLimiterOptions,
-  PipelineTieredOptions,
-  TierSettings,
-  TierConfig,
-} from "./pipeline/index.js";
-// writing a store of your own: the contract, the key schema and a pure decide over a JSON state
-// are in the "@sluice/core/store" entry
-export type {
-  Decision,
-  DecisionReason,
-  PolicyResult,
-  Store,
-  BoundStore,
-  StoreNamespace,
-  StoreResult,
-  MaybePromise,
-} from "./types.js";
+// what a guard's (and every adapter's) options hand to callbacks and take as tiers
+export type { CallbackName, DecisionInfo, TierConfig, TierSettings } from "./pipeline/index.js";
+export type { Decision, DecisionReason, PolicyResult, Store } from "./types.js";

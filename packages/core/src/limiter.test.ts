@@ -1,8 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
-  type BoundStore,
   DEFAULT_TIMEOUT_MS,
-  MAX_DURATION_MS,
   MAX_KEY_LENGTH,
   MAX_POLICIES,
   MemoryStore,
@@ -15,16 +13,15 @@ import {
   SluiceStoreError,
   SluiceTimeoutError,
   type Store,
-  type StoreNamespace,
-  type StoreResult,
   fixedWindow,
-  formatMs,
   leakyBucket,
   slidingLog,
   slidingWindow,
   toMs,
   tokenBucket,
 } from "./index.js";
+import { MAX_DURATION_MS, formatMs } from "./duration.js";
+import type { BoundStore, StoreNamespace, StoreResult } from "./types.js";
 import { STORE_FAILURE_RETRY_MS } from "./decision.js";
 import { toDecision } from "./store.js";
 

@@ -13,9 +13,8 @@ import {
   type Store,
   createGuard,
   fixedWindow,
-  partitionKeyOf,
 } from "./index.js";
-import { createPipeline } from "./adapter.js";
+import { createPipeline, partitionKeyOf } from "./adapter.js";
 
 const T0 = 1_700_000_022_000;
 const store = () => new MemoryStore({ clock: () => T0 });

@@ -10,27 +10,40 @@
  *   {@link refundState}, {@link releaseState}) take the key's
  *   stored state (whatever your storage returns, parsed) and give back the results and the state
  *   to write. The algorithms, their state format and its expiry stay inside Sluice: a store only
- *   reads, decides and writes, atomically per identifier.
- * - The engine underneath, for an in-process store that keeps state in typed arrays the way
- *   `MemoryStore` does: {@link layoutOf}, {@link consumeAll}, {@link peekAll}, {@link evaluate},
- *   {@link expiresAtUs} and the widths of each algorithm's state.
+ *   reads, decides and writes, atomically per identifier. (How the algorithms lay out their
+ *   numbers in memory, `MemoryStore`'s typed arrays, is not part of this entry.)
+ * - {@link toDecision}, the {@link Decision} a limiter makes of a {@link StoreResult} (for a
+ *   wrapper that reports what its store answered); the constants and plain-data form of the
+ *   policies a store in another language or process mirrors ({@link CONCURRENCY_RETRY_MS},
+ *   {@link policyData}, {@link policyFromData}, {@link POLICY_KINDS}, {@link blockDurationMs}).
+ *
+ * Every method of a {@link BoundStore} but `extendTimeout` is required, `refund` and `release`
+ * included: a `RateLimiter` refuses a store without them at construction.
  *
  * @example
  * ```ts
- * import { type BoundStore, type Store, type StoreNamespace, type StoredState, assertNamespace, decideState, peekState, releaseState, storageKey } from "@sluice/core/store";
+ * import { type BoundStore, type Store, type StoreNamespace, type StoredState, assertNamespace, decideState, peekState, refundState, releaseState, storageKey } from "@sluice/core/store";
  *
  * // A store over any storage with an atomic read-modify-write per identifier (a Map here).
  * export class MapStore implements Store {
  *   readonly #rows = new Map<string, { state: StoredState; expiresAtUs: number }>();
  *
  *   bind(namespace: StoreNamespace): BoundStore {
- *     assertNamespace(namespace, "[my-store] MapStore.bind");
+ *     assertNamespace(namespace, "my-store");
  *     const rows = this.#rows;
  *     return {
  *       consume(key, cost, lease) {
  *         const id = storageKey(namespace, key);
  *         const nowUs = Date.now() * 1000;
  *         const d = decideState(namespace.policies, rows.get(id)?.state, nowUs, cost, lease);
+ *         if (d.state !== undefined) rows.set(id, { state: d.state, expiresAtUs: d.expiresAtUs });
+ *         return { now: Math.floor(nowUs / 1000), policies: d.policies, marks: d.marks };
+ *       },
+ *       // gives units back to the charge the limiter names (its decision's now and marks)
+ *       refund(key, cost, charge) {
+ *         const id = storageKey(namespace, key);
+ *         const nowUs = Date.now() * 1000;
+ *         const d = refundState(namespace.policies, rows.get(id)?.state, nowUs, cost, charge);
  *         if (d.state !== undefined) rows.set(id, { state: d.state, expiresAtUs: d.expiresAtUs });
  *         return { now: Math.floor(nowUs / 1000), policies: d.policies };
  *       },
@@ -87,7 +100,7 @@ export {
 } from "./keys.js";
 export { toDecision } from "./decision.js";
 // the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
-export { CONCURRENCY_RETRY_MS, POLICY_KINDS, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
+export { CONCURRENCY_RETRY_MS, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
 
 /**
  * The stored state of one identifier (one {@link storageKey}): for each policy, under its

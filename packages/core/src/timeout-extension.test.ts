@@ -1,14 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
-  type BoundStore,
   DEFAULT_TIMEOUT_MS,
   MemoryStore,
   RateLimiter,
   SluiceTimeoutError,
   type Store,
-  type StoreResult,
   fixedWindow,
 } from "./index.js";
+import type { BoundStore, StoreResult } from "./types.js";
 
 // The default timeout asks a store that can tell a busy server from a hung one
 // (BoundStore.extendTimeout) whether to keep waiting; an explicit timeoutMs is a hard limit. Fake

@@ -4,7 +4,8 @@
  * tier and the route; never for a skipped request; a throwing callback changes no response (its
  * error goes to `onCallbackError(c, error, "onDecision")`).
  */
-import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow, partitionKeyOf } from "@sluice/core";
+import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow } from "@sluice/core";
+import { partitionKeyOf } from "@sluice/core/adapter";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { type RateLimitVariables, rateLimiter } from "./index.js";

@@ -2,7 +2,8 @@
  * Dry run and the deny cache through the Hono middleware: `app.request()` in, exact statuses and
  * headers out.
  */
-import { type BoundStore, type Decision, MemoryStore, RateLimiter, type Store, fixedWindow, leakyBucket } from "@sluice/core";
+import { type Decision, MemoryStore, RateLimiter, type Store, fixedWindow, leakyBucket } from "@sluice/core";
+import type { BoundStore } from "@sluice/core/store";
 import { Hono } from "hono";
 import { describe, expect, it, vi } from "vitest";
 import { rateLimiter } from "./index.js";

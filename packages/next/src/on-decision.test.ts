@@ -5,7 +5,8 @@
  * key's hash, the tier and the route (`request.nextUrl` without the query); never for a skipped
  * request; a throwing callback changes no response.
  */
-import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow, partitionKeyOf } from "@sluice/core";
+import { type Decision, type DecisionInfo, MemoryStore, RateLimiter, fixedWindow } from "@sluice/core";
+import { partitionKeyOf } from "@sluice/core/adapter";
 import { NextRequest } from "next/server";
 import { describe, expect, it } from "vitest";
 import { rateLimitProxy, withRateLimit } from "./index.js";

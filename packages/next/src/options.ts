@@ -3,8 +3,9 @@
  *
  * @module
  */
-import { type MaybePromise, type RateLimiter, SluiceConfigError, UNKNOWN_CLIENT_KEY } from "@sluice/core";
+import { type RateLimiter, SluiceConfigError, UNKNOWN_CLIENT_KEY } from "@sluice/core";
 import {
+  type MaybePromise,
   type Pipeline,
   type PipelineCommonOptions,
   type PipelineOptions,

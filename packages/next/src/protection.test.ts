@@ -2,7 +2,8 @@
  * Dry run (and a cached denial) through the Next.js route-handler wrapper and the proxy guard:
  * exact statuses and headers.
  */
-import { type BoundStore, type Decision, MemoryStore, RateLimiter, type RateLimiterOptions, type Store, fixedWindow } from "@sluice/core";
+import { type Decision, MemoryStore, RateLimiter, type RateLimiterOptions, type Store, fixedWindow } from "@sluice/core";
+import type { BoundStore } from "@sluice/core/store";
 import { NextRequest, NextResponse } from "next/server";
 import { describe, expect, it } from "vitest";
 import { rateLimitProxy, withRateLimit } from "./index.js";

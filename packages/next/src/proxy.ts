@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { SluiceConfigError, isPolicy } from "@sluice/core";
-import { describeValue, holdsLeases } from "@sluice/core/adapter";
+import { SluiceConfigError } from "@sluice/core";
+import { describeValue, holdsLeases, isPolicy } from "@sluice/core/adapter";
 import { type NextFetchEvent, type NextRequest, NextResponse } from "next/server.js";
 import { FORWARDED_HEADERS, encodeForwarded } from "./forward.js";
 import { type RateLimitOptions, nextPipeline } from "./options.js";

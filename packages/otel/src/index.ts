@@ -42,8 +42,8 @@ import {
   metrics,
   trace,
 } from "@opentelemetry/api";
-import type { BoundStore, Decision, DecisionInfo, MaybePromise, Store, StoreNamespace, StoreResult } from "@sluice/core";
-import { toDecision } from "@sluice/core/store";
+import type { Decision, DecisionInfo, Store } from "@sluice/core";
+import { type BoundStore, type MaybePromise, type StoreNamespace, type StoreResult, toDecision } from "@sluice/core/store";
 
 /** The instrumentation scope: the name every meter and tracer of this package is obtained with. */
 export const INSTRUMENTATION_SCOPE = "@sluice/otel";

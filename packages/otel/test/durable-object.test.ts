@@ -6,7 +6,7 @@
  * object calls, and what the Workers adapter hands `onDecision`.
  */
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import { partitionKeyOf } from "@sluice/core";
+import { partitionKeyOf } from "@sluice/core/adapter";
 import { type StartedWorker, startWorker } from "@sluice/testing/miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

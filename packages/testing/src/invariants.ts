@@ -18,7 +18,6 @@
  * @module
  */
 import {
-  type BoundStore,
   type Decision,
   type Policy,
   RateLimiter,
@@ -26,12 +25,12 @@ import {
   SluiceInputError,
   SluiceStoreError,
   type Store,
-  type StoreNamespace,
   fixedWindow,
   limitedResponse,
   setRateLimitHeaders,
   tokenBucket,
 } from "@sluice/core";
+import type { BoundStore, StoreNamespace } from "@sluice/core/store";
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import { type Admission, referenceOf } from "./algorithms/index.js";

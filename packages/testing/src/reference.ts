@@ -8,7 +8,8 @@
  *
  * Time is whole milliseconds (the stores' test clocks are ms).
  */
-import { type Policy, type PolicyResult, blockDurationMs } from "@sluice/core";
+import type { Policy, PolicyResult } from "@sluice/core";
+import { blockDurationMs } from "@sluice/core/store";
 import { type Model, type ModelCharge, modelOf } from "./algorithms/index.js";
 
 export type { ModelCharge } from "./algorithms/index.js";
