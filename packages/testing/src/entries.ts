@@ -8,9 +8,9 @@
  * ```ts
  * import { entryExports } from "@sluice/testing/entries";
  *
- * const [root] = entryExports(["src/index.ts"], "tsconfig.json");
- * expect(root.values).toEqual(["rateLimiter"]);
- * expect(root.types).toEqual(["Decision", "HonoRateLimiterOptions"]);
+ * const [root] = entryExports(["packages/redis/src/index.ts"], "packages/redis/tsconfig.json");
+ * root.values; // ["RedisStore", "UpstashStore"]
+ * root.types; // ["IORedisLike", "NodeRedisLike", "RedisClientLike", "RedisClock", "ScriptStoreOptions", "UpstashRedisLike"]
  * ```
  *
  * @module
