@@ -12,9 +12,12 @@
  * holds the reply until the write is durable. An in-memory cache (bounded, least recently used)
  * saves the read on the next call.
  *
- * Errors: a call refused for bad configuration or bad input is answered `{ error: { name, message } }`
- * (a value: an error's class would not survive the RPC), which the store rethrows as
- * `SluiceConfigError` or `SluiceInputError`; anything else is thrown, and is a store failure.
+ * Errors: a call refused for bad configuration or bad input is answered `{ error: { name, code,
+ * message, option } }` (a value: an error's class would not survive the RPC), which the store
+ * rethrows as `SluiceConfigError` or `SluiceInputError` with the same `code` and `option`; anything
+ * else is thrown, and is a store failure (the test-clock fence throws a `SluiceStoreError`: a
+ * production object refusing a test store's time is an outage of that store, not the caller's
+ * mistake).
  *
  * Cleanup: a row whose state has expired is deleted when it is next touched; a storage alarm,
  * set at the expiry of the rows written, deletes expired rows of keys nobody touches again and,
@@ -23,6 +26,7 @@
  * @module
  */
 import { type Policy, SluiceInputError } from "@sluice/core";
+import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
 import {
   type StateDecision,
   type StoreResult,
@@ -70,8 +74,8 @@ const MAX_CACHED_ROWS = 10_000;
 /** The most distinct policy lists whose parsed form is cached. */
 const MAX_POLICY_LISTS = 64;
 
-/** How the object names itself in the errors it answers with. */
-const WHERE = "[sluice] [cloudflare] SluiceLimiter";
+/** The package tag of the errors the object answers with. */
+const TAG = "cloudflare";
 
 const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS sluice_state (
   key TEXT PRIMARY KEY,
@@ -125,8 +129,9 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
       sql = undefined;
     }
     if (sql === undefined || typeof sql.exec !== "function") {
-      throw new Error(
-        '[sluice] [cloudflare] SluiceLimiter needs SQLite-backed storage: list it under new_sqlite_classes in the migration that creates it (wrangler.toml [[migrations]] new_sqlite_classes = ["SluiceLimiter"])',
+      throw new SluiceConfigError(
+        '[sluice] [cloudflare] new_sqlite_classes must list SluiceLimiter in the migration that creates it (wrangler.toml [[migrations]] new_sqlite_classes = ["SluiceLimiter"]): it needs SQLite-backed storage; got an object without ctx.storage.sql',
+        { option: "new_sqlite_classes" },
       );
     }
     this.#sql = sql;
@@ -140,13 +145,14 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
    */
   consume(call: ConsumeCall): DecisionReply {
     return refusing(() => {
-      const cost = (call as Partial<ConsumeCall> | null)?.cost;
+      assertCall(call);
+      const cost = (call as Partial<ConsumeCall>).cost;
       if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
+        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${shown(cost)}`, { option: "cost" });
       }
       const lease = (call as Partial<ConsumeCall>).lease ?? 0;
       if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease < 0) {
-        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a positive safe integer; got ${String(lease)}`);
+        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a non-negative safe integer; got ${shown(lease)}`, { option: "lease" });
       }
       return this.#decide(call, (policies, state, nowUs) => decideState(policies, state, nowUs, cost, lease));
     });
@@ -163,9 +169,10 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
    */
   release(call: ReleaseCall): DecisionReply {
     return refusing(() => {
-      const lease = (call as Partial<ReleaseCall> | null)?.lease;
+      assertCall(call);
+      const lease = (call as Partial<ReleaseCall>).lease;
       if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease <= 0) {
-        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a positive safe integer; got ${String(lease)}`);
+        throw new SluiceInputError(`[sluice] [cloudflare] lease must be a positive safe integer; got ${shown(lease)}`, { option: "lease" });
       }
       return this.#decide(call, (policies, state, nowUs) => releaseState(policies, state, nowUs, lease));
     });
@@ -178,15 +185,18 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
    */
   refund(call: RefundCall): DecisionReply {
     return refusing(() => {
-      const { cost, chargedAtMs, marks } = (call ?? {}) as Partial<RefundCall>;
+      assertCall(call);
+      const { cost, chargedAtMs, marks } = call as Partial<RefundCall>;
       if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
-        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)}`);
+        throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${shown(cost)}`, { option: "cost" });
       }
       if (chargedAtMs !== undefined && (typeof chargedAtMs !== "number" || !Number.isSafeInteger(chargedAtMs) || chargedAtMs < 0)) {
-        throw new SluiceInputError(`[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got ${String(chargedAtMs)}`);
+        throw new SluiceInputError(`[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got ${shown(chargedAtMs)}`, {
+          option: "chargedAtMs",
+        });
       }
       if (marks !== undefined && (!Array.isArray(marks) || !marks.every((m) => Number.isSafeInteger(m) && m >= 0))) {
-        throw new SluiceInputError("[sluice] [cloudflare] marks must be a list of non-negative safe integers");
+        throw new SluiceInputError(`[sluice] [cloudflare] marks must be a list of non-negative safe integers; got ${shown(marks)}`, { option: "marks" });
       }
       const charge = chargedAtMs === undefined ? undefined : { atMs: chargedAtMs, marks };
       return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, charge));
@@ -227,17 +237,17 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
    * the policies when the call has them (a reset has none).
    */
   #identifier(call: ResetCall, policies?: readonly Policy[]): string {
-    if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
+    assertCall(call);
     const namespace = { prefix: call.prefix, tier: call.tier };
-    if (policies === undefined) assertPrefixAndTier(namespace, WHERE);
-    else assertNamespace({ ...namespace, policies }, WHERE);
-    assertKey(call.key);
+    if (policies === undefined) assertPrefixAndTier(namespace, TAG);
+    else assertNamespace({ ...namespace, policies }, TAG);
+    assertKey(call.key, TAG);
     return storageKey(namespace, call.key);
   }
 
   /** One decision of core's pure functions over the key's row (`decide`). Synchronous from the read to the write. */
   #decide(call: LimiterCall, decide: (policies: Policy[], state: StoredState | undefined, nowUs: number) => StateDecision): StoreResult {
-    if (typeof call !== "object" || call === null) throw new SluiceInputError("[sluice] [cloudflare] a call must be an object");
+    assertCall(call);
     const policies = this.#policies(call.policies);
     const id = this.#identifier(call, policies);
     const testNow = call.nowMs !== undefined;
@@ -318,15 +328,26 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   #nowUs(nowMs: unknown): number {
     if (nowMs === undefined) return Date.now() * 1000;
     if (!this.#testClock) {
-      throw new Error(
+      // a store failure, not a refusal: the caller's limiter follows its onStoreError
+      throw new SluiceStoreError(
         "[sluice] [cloudflare] a call fixed the time, but this SluiceLimiter's Worker has no SLUICE_ALLOW_TEST_CLOCK binding: only test stores send a time, and only test Workers may honour it",
       );
     }
     if (typeof nowMs !== "number" || !Number.isFinite(nowMs) || nowMs < 0) {
-      throw new Error("[sluice] [cloudflare] the test clock must be a non-negative finite epoch ms");
+      throw new SluiceStoreError(`[sluice] [cloudflare] the test clock must be a non-negative finite epoch ms; got ${shown(nowMs)}`);
     }
     return Math.floor(nowMs * 1000);
   }
+}
+
+/** Refuses a call that is not an object (`option: "call"`), before any of its fields is read. */
+function assertCall(call: unknown): asserts call is object {
+  if (typeof call !== "object" || call === null) throw new SluiceInputError(`[sluice] [cloudflare] call must be an object; got ${shown(call)}`, { option: "call" });
+}
+
+/** A value as an error message writes it: strings quoted, anything else as `String` gives it. */
+function shown(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : Array.isArray(value) ? "an array" : String(value);
 }
 
 /** A stored row's state: a JSON object, else nothing (core reads malformed fields as empty). */

@@ -6,9 +6,10 @@
  * that the factories would refuse.
  *
  * Replies: a `StoreResult`, or — when the object refuses a call for bad configuration or bad input
- * — `{ error: { name, message } }`, a value rather than an exception, because an error's class does
- * not survive the RPC boundary. The store turns it back into a `SluiceConfigError` or a
- * `SluiceInputError`; anything else that goes wrong is a store failure (`SluiceStoreError`).
+ * — `{ error: { name, code, message, option } }`, a value rather than an exception, because an
+ * error's class does not survive the RPC boundary. The store turns it back into a
+ * `SluiceConfigError` or a `SluiceInputError` with the same `code`, `message` and `option`; anything
+ * else that goes wrong is a store failure (`SluiceStoreError`).
  *
  * @module
  */
@@ -70,9 +71,12 @@ export interface ResetCall {
 /** The error classes that keep their class across the RPC: the caller's mistakes, never outages. */
 export type RefusalName = "SluiceConfigError" | "SluiceInputError";
 
-/** The object's answer to a call it refuses for bad configuration or bad input. */
+/**
+ * The object's answer to a call it refuses for bad configuration or bad input: the error's class
+ * name, `code`, message and `option` (the option or argument path it is about).
+ */
 export interface Refusal {
-  error: { name: RefusalName; message: string };
+  error: { name: RefusalName; code: "SLUICE_CONFIG" | "SLUICE_INPUT"; message: string; option: string };
 }
 
 /** The object's answer to `consume`, `peek`, `refund` or `release`. */
@@ -89,37 +93,66 @@ export function specOf(policy: Policy): PolicySpec {
 /**
  * Rebuilds policies from their JSON form with the core factories, which validate every field.
  * Throws `SluiceConfigError` for anything that is not a list of 1 to `MAX_POLICIES` (core's limit,
- * the same on every store) valid, distinctly named policies.
+ * the same on every store) valid, distinctly named policies; its `option` is the path in the list
+ * (`"policies"`, `"policies[1].kind"`, `"policies[0].limit"` for a field the factory refused).
  */
 export function policiesFromJson(json: unknown): Policy[] {
-  if (typeof json !== "string") throw new SluiceConfigError("[sluice] [cloudflare] policies must be a JSON string");
+  if (typeof json !== "string") {
+    throw new SluiceConfigError(`[sluice] [cloudflare] policies must be a JSON string; got ${typeof json}`, { option: "policies" });
+  }
   let specs: unknown;
   try {
     specs = JSON.parse(json);
   } catch {
-    throw new SluiceConfigError("[sluice] [cloudflare] policies is not valid JSON");
+    throw new SluiceConfigError("[sluice] [cloudflare] policies must be valid JSON; got text that does not parse", { option: "policies" });
   }
   if (!Array.isArray(specs) || specs.length === 0 || specs.length > MAX_POLICIES) {
     const got = Array.isArray(specs) ? `${specs.length}` : "something else";
-    throw new SluiceConfigError(`[sluice] [cloudflare] policies must be a list of 1 to ${MAX_POLICIES} policies (the same limit on every store); got ${got}`);
+    throw new SluiceConfigError(`[sluice] [cloudflare] policies must be a list of 1 to ${MAX_POLICIES} policies (the same limit on every store); got ${got}`, {
+      option: "policies",
+    });
   }
   const names = new Set<string>();
   return specs.map((spec: unknown, i) => {
+    const at = `policies[${i}]`;
     if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
-      throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}] must be an object`);
+      throw new SluiceConfigError(`[sluice] [cloudflare] ${at} must be an object; got ${spec === null ? "null" : Array.isArray(spec) ? "an array" : typeof spec}`, {
+        option: at,
+      });
     }
     const s = spec as Record<string, unknown>;
     if (!isPolicyKind(s.kind)) {
-      throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}].kind is not an algorithm`);
+      throw new SluiceConfigError(`[sluice] [cloudflare] ${at}.kind must be an algorithm's kind; got ${JSON.stringify(s.kind) ?? String(s.kind)}`, {
+        option: `${at}.kind`,
+      });
     }
-    // the factory validates every field (and refuses any it does not take, such as a concurrency cap's block)
-    const policy = policyFromData(s);
+    let policy: Policy;
+    try {
+      // the factory validates every field (and refuses any it does not take, such as a concurrency cap's block)
+      policy = policyFromData(s);
+    } catch (error) {
+      throw underPolicy(error, at);
+    }
     if (typeof s.name !== "string" || names.has(policy.name)) {
-      throw new SluiceConfigError(`[sluice] [cloudflare] policies[${i}] needs a name distinct from the others`);
+      throw new SluiceConfigError(`[sluice] [cloudflare] ${at}.name must differ from the other policies' names; got ${JSON.stringify(s.name) ?? String(s.name)}`, {
+        option: `${at}.name`,
+      });
     }
     names.add(policy.name);
     return policy;
   });
+}
+
+/**
+ * A factory's `SluiceConfigError` for a policy of the list, put under the policy's path:
+ * `limit must be …` becomes `policies[0].limit must be …` (`option` likewise), tagged `[cloudflare]`.
+ */
+function underPolicy(error: unknown, at: string): unknown {
+  if (!(error instanceof SluiceConfigError)) return error;
+  const option = error.option === "" ? at : `${at}.${error.option}`;
+  const rest = error.message.replace(/^\[sluice\] (\[[^\]]+\] )?/, "");
+  const message = rest.startsWith(error.option) && error.option !== "" ? option + rest.slice(error.option.length) : `${at}: ${rest}`;
+  return new SluiceConfigError(`[sluice] [cloudflare] ${message}`, { option, cause: error });
 }
 
 /** 32-bit FNV-1a over the UTF-16 code units of `text`: a stable shard number for a key. */
@@ -155,20 +188,31 @@ export function refusing<T>(run: () => T): T | Refusal {
     return run();
   } catch (error) {
     if (error instanceof SluiceConfigError || error instanceof SluiceInputError) {
-      return { error: { name: error.name, message: error.message } };
+      return { error: { name: error.name, code: error.code, message: error.message, option: error.option } };
     }
     throw error;
   }
 }
 
-/** Throws the caller's error for a {@link Refusal}; returns `false` when `reply` is not one. */
+/**
+ * Throws the caller's error for a {@link Refusal}, with its message and `option` (`""` from an
+ * object of an earlier version, which sent none); returns `false` when `reply` is not one.
+ */
 function rethrowRefusal(reply: unknown): false {
   if (typeof reply !== "object" || reply === null || !("error" in reply)) return false;
-  const error = (reply as { error: unknown }).error as { name?: unknown; message?: unknown } | null;
-  if (typeof error !== "object" || error === null || typeof error.name !== "string" || !REFUSALS.has(error.name) || typeof error.message !== "string") {
+  const error = (reply as { error: unknown }).error as { name?: unknown; message?: unknown; option?: unknown } | null;
+  if (
+    typeof error !== "object" ||
+    error === null ||
+    typeof error.name !== "string" ||
+    !REFUSALS.has(error.name) ||
+    typeof error.message !== "string" ||
+    (error.option !== undefined && typeof error.option !== "string")
+  ) {
     throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed error");
   }
-  throw error.name === "SluiceConfigError" ? new SluiceConfigError(error.message) : new SluiceInputError(error.message);
+  const options = { option: error.option ?? "" };
+  throw error.name === "SluiceConfigError" ? new SluiceConfigError(error.message, options) : new SluiceInputError(error.message, options);
 }
 
 function isResult(value: unknown): value is PolicyResult {

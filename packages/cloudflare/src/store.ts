@@ -113,20 +113,22 @@ export class DurableObjectStore implements Store {
       typeof (namespace as Partial<SluiceLimiterNamespace>).get !== "function"
     ) {
       throw new SluiceConfigError(
-        "[sluice] [cloudflare] DurableObjectStore needs the Durable Object namespace binding of the SluiceLimiter class (env.SLUICE, say); got something without idFromName() and get()",
+        "[sluice] [cloudflare] namespace must be the Durable Object namespace binding of the SluiceLimiter class (env.SLUICE, say); got something without idFromName() and get()",
+        { option: "namespace" },
       );
     }
     if (typeof options !== "object" || options === null) {
-      throw new SluiceConfigError("[sluice] [cloudflare] DurableObjectStore options must be an object");
+      throw new SluiceConfigError(`[sluice] [cloudflare] options must be an object like { shards, locationHint }; got ${String(options)}`, { option: "options" });
     }
     const shards = options.shards ?? 0;
     if (typeof shards !== "number" || !Number.isSafeInteger(shards) || shards < 0 || shards > MAX_SHARDS) {
       throw new SluiceConfigError(
-        `[sluice] [cloudflare] DurableObjectStore: shards must be 0 (one object per key) or an integer from 1 to ${MAX_SHARDS}; got ${String(shards)}`,
+        `[sluice] [cloudflare] shards must be 0 (one object per key) or an integer from 1 to ${MAX_SHARDS}; got ${typeof shards === "string" ? JSON.stringify(shards) : String(shards)}`,
+        { option: "shards" },
       );
     }
     if (options.locationHint !== undefined && typeof options.locationHint !== "string") {
-      throw new SluiceConfigError('[sluice] [cloudflare] DurableObjectStore: locationHint must be a string like "weur"');
+      throw new SluiceConfigError(`[sluice] [cloudflare] locationHint must be a string like "weur"; got ${String(options.locationHint)}`, { option: "locationHint" });
     }
     this.namespace = namespace;
     this.shards = shards;
@@ -138,7 +140,7 @@ export class DurableObjectStore implements Store {
    * 1 to `MAX_POLICIES` policies that the object will rebuild exactly (else `SluiceConfigError`).
    */
   bind(namespace: StoreNamespace): BoundStore {
-    assertNamespace(namespace, "[sluice] [cloudflare] DurableObjectStore.bind");
+    assertNamespace(namespace, "cloudflare");
     const policies = JSON.stringify(namespace.policies.map(specOf));
     // what the object would refuse, refused here and now
     policiesFromJson(policies);

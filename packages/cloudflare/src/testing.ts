@@ -41,10 +41,15 @@ export function createTestDurableObjectStore(
 ): DurableObjectStore {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   if (env?.NODE_ENV === "production") {
-    throw new SluiceConfigError("[sluice] [cloudflare] test stores with an injected clock refuse to run with NODE_ENV=production");
+    throw new SluiceConfigError('[sluice] [cloudflare] NODE_ENV must not be "production" for a test store with an injected clock; got "production"', {
+      option: "NODE_ENV",
+    });
   }
-  if (typeof options !== "object" || options === null || typeof options.clock !== "function") {
-    throw new SluiceConfigError("[sluice] [cloudflare] createTestDurableObjectStore: clock must be a function returning epoch ms");
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`[sluice] [cloudflare] options must be an object like { clock }; got ${String(options)}`, { option: "options" });
+  }
+  if (typeof options.clock !== "function") {
+    throw new SluiceConfigError(`[sluice] [cloudflare] clock must be a function returning epoch ms; got ${typeof options.clock}`, { option: "clock" });
   }
   const { clock, ...storeOptions } = options;
   const store = new DurableObjectStore(namespace, storeOptions);

@@ -66,6 +66,7 @@ export type WithRateLimitOptions<Env> = WithRateLimitLimiterOptions<Env> | WithR
 
 const platform: Platform<WorkerArgs<unknown>> = {
   where: "withRateLimit",
+  tag: "cloudflare",
   params: "request, env, ctx",
   request: (request) => request,
   waitUntil: (_request, _env, ctx) => (typeof ctx?.waitUntil === "function" ? (promise) => ctx.waitUntil(promise) : undefined),
@@ -128,7 +129,8 @@ export function withRateLimit<Env = unknown, H extends RateLimitedHandler<Env> =
         : undefined;
   if (inner === undefined) {
     throw new SluiceConfigError(
-      `withRateLimit: handler must be a module Worker's { fetch(request, env, ctx) } or a fetch function; got ${describeValue(handler)}`,
+      `[sluice] [cloudflare] handler must be a module Worker's { fetch(request, env, ctx) } or a fetch function; got ${describeValue(handler)}`,
+      { option: "handler" },
     );
   }
   const pipelineFor = pipelines(options);
@@ -149,7 +151,9 @@ function pipelines<Env>(options: WithRateLimitOptions<Env>): (env: Env) => Pipel
     if (typeof limiter === "function") {
       made = validateOnly ? new RateLimiter({ limits: fixedWindow({ limit: 1, window: 1000 }) }) : limiter(env);
       if (!(made instanceof RateLimiter)) {
-        throw new SluiceConfigError(`withRateLimit: the limiter factory must return a RateLimiter; got ${describeValue(made)}`);
+        throw new SluiceConfigError(`[sluice] [cloudflare] limiter must be a RateLimiter or a factory (env) => RateLimiter; the factory returned ${describeValue(made)}`, {
+          option: "limiter",
+        });
       }
     }
     // with a store factory, the options are checked against a throwaway MemoryStore first

@@ -1,5 +1,6 @@
 /**
- * Misconfiguration is refused when the store or wrapper is built, with a message naming the option.
+ * Misconfiguration is refused when the store or wrapper is built, with a message naming the option
+ * and the error's `code` and `option` (one row per option).
  * (These parts import nothing from `cloudflare:workers`, so they run in Node.)
  */
 import { RateLimiter, SluiceConfigError, SluiceInputError, SluiceStoreError, fixedWindow } from "@sluice/core";
@@ -23,23 +24,37 @@ function namespace(): SluiceLimiterNamespace & { names: string[] } {
   };
 }
 
+/** `make` throws a `SluiceConfigError` with `message` (a prefix of it) and exactly `option`. */
+function expectConfigError(make: () => unknown, message: string, option: string): void {
+  expect(make).toThrow(SluiceConfigError);
+  expect(make).toThrow(message);
+  expect(make).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
+  // one format: the package tag, then the option
+  expect(make).toThrow(expect.objectContaining({ message: expect.stringMatching(new RegExp(`^\\[sluice\\] \\[cloudflare\\] ${option.replace(/[.[\]]/g, "\\$&")} `)) }));
+}
+
 describe("DurableObjectStore", () => {
   it.each([
-    [undefined, "needs the Durable Object namespace binding of the SluiceLimiter class"],
-    [{ idFromName: () => undefined }, "needs the Durable Object namespace binding of the SluiceLimiter class"],
+    [undefined, "[sluice] [cloudflare] namespace must be the Durable Object namespace binding of the SluiceLimiter class"],
+    [{ idFromName: () => undefined }, "[sluice] [cloudflare] namespace must be the Durable Object namespace binding of the SluiceLimiter class"],
   ])("refuses %s as the namespace", (ns, message) => {
-    expect(() => new DurableObjectStore(ns as never)).toThrow(SluiceConfigError);
-    expect(() => new DurableObjectStore(ns as never)).toThrow(message);
+    expectConfigError(() => new DurableObjectStore(ns as never), message, "namespace");
+  });
+
+  it("refuses options that are not an object", () => {
+    expectConfigError(() => new DurableObjectStore(namespace(), null as never), "[sluice] [cloudflare] options must be an object like { shards, locationHint }; got null", "options");
   });
 
   it.each([-1, 1.5, 65_537, "4"])("refuses shards %s", (shards) => {
-    expect(() => new DurableObjectStore(namespace(), { shards: shards as number })).toThrow(
-      "shards must be 0 (one object per key) or an integer from 1 to 65536",
+    expectConfigError(
+      () => new DurableObjectStore(namespace(), { shards: shards as number }),
+      "[sluice] [cloudflare] shards must be 0 (one object per key) or an integer from 1 to 65536",
+      "shards",
     );
   });
 
   it("refuses a locationHint that is not a string", () => {
-    expect(() => new DurableObjectStore(namespace(), { locationHint: 7 as never })).toThrow('locationHint must be a string like "weur"');
+    expectConfigError(() => new DurableObjectStore(namespace(), { locationHint: 7 as never }), '[sluice] [cloudflare] locationHint must be a string like "weur"; got 7', "locationHint");
   });
 
   it("names one object per (prefix, tier, key) with core's storageKey, or one per shard of a namespace", () => {
@@ -64,16 +79,19 @@ describe("DurableObjectStore", () => {
     expect(MAX_POLICIES).toBe(12);
     expect(() => store.bind({ prefix: "p", policies: policies(12) })).not.toThrow();
     for (const n of [13, 33]) {
-      expect(() => store.bind({ prefix: "p", policies: policies(n) })).toThrow(SluiceConfigError);
-      expect(() => store.bind({ prefix: "p", policies: policies(n) })).toThrow(
-        `[sluice] [cloudflare] DurableObjectStore.bind: policies takes at most 12 policies (the same on every store); got ${n}`,
+      expectConfigError(
+        () => store.bind({ prefix: "p", policies: policies(n) }),
+        `[sluice] [cloudflare] policies must hold at most 12 policies (the same on every store); got ${n}`,
+        "policies",
       );
     }
     expect(() => new RateLimiter({ store, limits: policies(13) })).toThrow(SluiceConfigError);
-    expect(() => store.bind({ prefix: "p", policies: [] })).toThrow(SluiceConfigError);
-    expect(() => store.bind({ prefix: "p p", policies: policies(1) })).toThrow("DurableObjectStore.bind: prefix must be");
-    expect(() => store.bind({ prefix: "p", tier: "", policies: policies(1) })).toThrow("DurableObjectStore.bind: tier must be");
-    expect(() => store.bind({ prefix: "p", policies: [{ ...fixedWindow({ limit: 5, window: "1m" }), windowMs: 0 }] })).toThrow(SluiceConfigError);
+    expectConfigError(() => store.bind({ prefix: "p", policies: [] }), "[sluice] [cloudflare] policies must hold at least one policy", "policies");
+    expectConfigError(() => store.bind({ prefix: "p p", policies: policies(1) }), "[sluice] [cloudflare] prefix must be", "prefix");
+    expectConfigError(() => store.bind({ prefix: "p", tier: "", policies: policies(1) }), "[sluice] [cloudflare] tier must be", "tier");
+    expectConfigError(() => store.bind(null as never), "[sluice] [cloudflare] namespace must be an object", "namespace");
+    expectConfigError(() => store.bind({ prefix: "p", policies: [policies(1)[0], { ...fixedWindow({ limit: 5, window: "1m" }), windowMs: 0 }] as never }), "[sluice] [cloudflare] policies[1] must be a policy", "policies[1]");
+    expectConfigError(() => store.bind({ prefix: "p", policies: [...policies(1), ...policies(1)] }), "[sluice] [cloudflare] policies[1].name must differ", "policies[1].name");
     expect(ns.names).toEqual([]); // no object was asked anything
   });
 });
@@ -90,18 +108,25 @@ describe("DurableObjectStore replies", () => {
   it.each([
     ["SluiceConfigError", SluiceConfigError],
     ["SluiceInputError", SluiceInputError],
-  ] as const)("a refusal named %s is rethrown as that class, and the limiter never falls back", async (name, cls) => {
+  ] as const)("a refusal named %s is rethrown as that class with its code and option, and the limiter never falls back", async (name, cls) => {
     const failures: unknown[] = [];
-    const store = new DurableObjectStore(answering(() => ({ error: { name, message: `[sluice] [cloudflare] refused (${name})` } })));
+    const code = name === "SluiceConfigError" ? "SLUICE_CONFIG" : "SLUICE_INPUT";
+    const store = new DurableObjectStore(answering(() => ({ error: { name, code, message: `[sluice] [cloudflare] cost must be … (${name})`, option: "cost" } })));
     const bound = store.bind({ prefix: "p", policies: [limits] });
     await expect(bound.consume("k", 1)).rejects.toBeInstanceOf(cls);
-    await expect(bound.peek("k")).rejects.toThrow(`refused (${name})`);
+    await expect(bound.consume("k", 1)).rejects.toThrow(expect.objectContaining({ code, option: "cost", message: `[sluice] [cloudflare] cost must be … (${name})` }));
+    await expect(bound.peek("k")).rejects.toThrow(`cost must be … (${name})`);
     await expect(bound.reset("k")).rejects.toBeInstanceOf(cls);
     for (const onStoreError of ["fallback", "allow", "deny"] as const) {
       const limiter = new RateLimiter({ store, limits, onStoreError, onStoreFailure: (e) => failures.push(e) });
       await expect(limiter.limit("k")).rejects.toBeInstanceOf(cls);
     }
     expect(failures).toEqual([]);
+  });
+
+  it("a refusal without an option (an object of an earlier version) keeps its class, with option \"\"", async () => {
+    const store = new DurableObjectStore(answering(() => ({ error: { name: "SluiceInputError", message: "[sluice] [cloudflare] key must be …" } })));
+    await expect(store.bind({ prefix: "p", policies: [limits] }).consume("k", 1)).rejects.toThrow(expect.objectContaining({ code: "SLUICE_INPUT", option: "" }));
   });
 
   it.each([
@@ -113,6 +138,7 @@ describe("DurableObjectStore replies", () => {
     ["a result missing a field", { now: 1000, policies: [{ ...good.policies[0], remaining: undefined }] }],
     ["an error of another class", { error: { name: "TypeError", message: "boom" } }],
     ["an error without a message", { error: { name: "SluiceInputError" } }],
+    ["an error whose option is not a string", { error: { name: "SluiceInputError", message: "x", option: 5 } }],
   ])("a malformed reply (%s) is a SluiceStoreError: a store failure", async (_label, reply) => {
     const failures: unknown[] = [];
     const store = new DurableObjectStore(answering(() => reply));
@@ -144,11 +170,17 @@ describe("createTestDurableObjectStore", () => {
 
   it("refuses to run with NODE_ENV=production", () => {
     process.env.NODE_ENV = "production";
-    expect(() => createTestDurableObjectStore(namespace(), { clock: () => 0 })).toThrow("refuse to run with NODE_ENV=production");
+    expectConfigError(
+      () => createTestDurableObjectStore(namespace(), { clock: () => 0 }),
+      '[sluice] [cloudflare] NODE_ENV must not be "production" for a test store with an injected clock',
+      "NODE_ENV",
+    );
   });
 
-  it("needs a clock function", () => {
-    expect(() => createTestDurableObjectStore(namespace(), { clock: 5 as never })).toThrow("clock must be a function returning epoch ms");
+  it("needs options with a clock function, and checks the store's options", () => {
+    expectConfigError(() => createTestDurableObjectStore(namespace(), undefined as never), "[sluice] [cloudflare] options must be an object like { clock }", "options");
+    expectConfigError(() => createTestDurableObjectStore(namespace(), { clock: 5 as never }), "[sluice] [cloudflare] clock must be a function returning epoch ms; got number", "clock");
+    expectConfigError(() => createTestDurableObjectStore(namespace(), { clock: () => 0, shards: -1 }), "[sluice] [cloudflare] shards must be", "shards");
   });
 });
 
@@ -157,24 +189,46 @@ describe("withRateLimit", () => {
   const handler = { fetch: () => new Response("ok") };
   const key = () => "k";
 
-  it.each([
-    ["a handler without fetch", () => withRateLimit({} as never, { limiter, key }), "handler must be a module Worker's { fetch(request, env, ctx) }"],
-    ["no options", () => withRateLimit(handler, undefined as never), "withRateLimit needs an options object"],
-    ["key and trust", () => withRateLimit(handler, { limiter, key, trust: "cloudflare" }), "give key or trust, not both"],
-    ["neither key nor trust", () => withRateLimit(handler, { limiter } as never), "key must be a function (request, env, ctx) => string"],
-    ["a bad trust", () => withRateLimit(handler, { limiter, trust: "everyone" as never }), 'withRateLimit: trust must be "cloudflare", "vercel"'],
-    ["no limiter", () => withRateLimit(handler, { key } as never), "withRateLimit needs limiter (a RateLimiter) or tiers; got limiter undefined"],
-    ["limiter and tiers", () => withRateLimit(handler, { limiter, key, tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free" } as never), "either limiter or tiers"],
-    ["conflicting header styles, with a limiter factory", () => withRateLimit(handler, { limiter: () => limiter, key, headers: ["ietf", "draft-7"] }), "draft-7"],
-    ["a bad cost", () => withRateLimit(handler, { limiter: () => limiter, key, cost: 0 }), "cost must be a positive safe integer or a function"],
-    ["a skip that is not a function", () => withRateLimit(handler, { limiter, key, skip: true as never }), "withRateLimit: skip must be a function"],
-    ["a limiter factory returning something else", () => withRateLimit(handler, { limiter: () => ({}) as never, key }).fetch(new Request("https://w.test/"), {}, {} as never), "withRateLimit: the limiter factory must return a RateLimiter; got an object"],
-    ["tiers without a tier function", () => withRateLimit(handler, { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, key } as never), "withRateLimit: tier must be a function"],
-    ["an empty tier, with a store factory", () => withRateLimit(handler, { tiers: { free: [] }, tier: () => "free", key, store: () => undefined as never }), "tiers.free must be a policy or a non-empty list of policies"],
-    ["a store that is not a store", () => withRateLimit(handler, { tiers: { free: fixedWindow({ limit: 1, window: "1m" }) }, tier: () => "free", key, store: {} as never }), "withRateLimit: store must be a Store (an object with bind(namespace)); got an object"],
-  ])("refuses %s when it is called", (_label, make, message) => {
-    expect(make).toThrow(SluiceConfigError);
-    expect(make).toThrow(message);
+  // [label, call, message, option]: every option of withRateLimit, tagged [cloudflare]
+  const free = fixedWindow({ limit: 1, window: "1m" });
+  const cases: [string, () => unknown, string, string][] = [
+    ["a handler without fetch", () => withRateLimit({} as never, { limiter, key }), "[sluice] [cloudflare] handler must be a module Worker's { fetch(request, env, ctx) }", "handler"],
+    ["no options", () => withRateLimit(handler, undefined as never), "[sluice] [cloudflare] options must be an object with limiter (or tiers) and key (or trust)", "options"],
+    ["key and trust", () => withRateLimit(handler, { limiter, key, trust: "cloudflare" }), "[sluice] [cloudflare] trust must be left out when key is given", "trust"],
+    ["neither key nor trust", () => withRateLimit(handler, { limiter } as never), "[sluice] [cloudflare] key must be a function (request, env, ctx) => string", "key"],
+    ["a bad trust", () => withRateLimit(handler, { limiter, trust: "everyone" as never }), '[sluice] [cloudflare] trust must be "cloudflare", "vercel"', "trust"],
+    ["a bad ipv6Subnet", () => withRateLimit(handler, { limiter, trust: "cloudflare", ipv6Subnet: 200 }), "[sluice] [cloudflare] ipv6Subnet must be an integer from 1 to 128", "ipv6Subnet"],
+    ["no limiter", () => withRateLimit(handler, { key } as never), "[sluice] [cloudflare] limiter must be a RateLimiter (or give tiers); got undefined", "limiter"],
+    ["limiter and tiers", () => withRateLimit(handler, { limiter, key, tiers: { free }, tier: () => "free" } as never), "[sluice] [cloudflare] tiers must be left out when limiter is given", "tiers"],
+    ["conflicting header styles, with a limiter factory", () => withRateLimit(handler, { limiter: () => limiter, key, headers: ["ietf", "draft-7"] }), '[sluice] [cloudflare] headers must not hold both "ietf" and "draft-7"', "headers"],
+    ["a bad partitionKey", () => withRateLimit(handler, { limiter, key, partitionKey: "x" as never }), "[sluice] [cloudflare] partitionKey must be", "partitionKey"],
+    ["a bad dryRunHeaders", () => withRateLimit(handler, { limiter, key, dryRunHeaders: 1 as never }), "[sluice] [cloudflare] dryRunHeaders must be true or false", "dryRunHeaders"],
+    ["a bad cost", () => withRateLimit(handler, { limiter: () => limiter, key, cost: 0 }), "[sluice] [cloudflare] cost must be a positive safe integer or a function", "cost"],
+    ["a skip that is not a function", () => withRateLimit(handler, { limiter, key, skip: true as never }), "[sluice] [cloudflare] skip must be a function", "skip"],
+    ["an onLimited that is not a function", () => withRateLimit(handler, { limiter, key, onLimited: 429 as never }), "[sluice] [cloudflare] onLimited must be a function", "onLimited"],
+    ["an onDecision that is not a function", () => withRateLimit(handler, { limiter, key, onDecision: {} as never }), "[sluice] [cloudflare] onDecision must be a function", "onDecision"],
+    ["a countWhen that is not a function", () => withRateLimit(handler, { limiter, key, countWhen: 1 as never }), "[sluice] [cloudflare] countWhen must be a function", "countWhen"],
+    ["an onCallbackError that is not a function", () => withRateLimit(handler, { limiter, key, onCallbackError: "log" as never }), "[sluice] [cloudflare] onCallbackError must be a function", "onCallbackError"],
+    [
+      "a limiter factory returning something else",
+      () => withRateLimit(handler, { limiter: () => ({}) as never, key }).fetch(new Request("https://w.test/"), {}, {} as never),
+      "[sluice] [cloudflare] limiter must be a RateLimiter or a factory (env) => RateLimiter; the factory returned an object",
+      "limiter",
+    ],
+    ["tiers without a tier function", () => withRateLimit(handler, { tiers: { free }, key } as never), "[sluice] [cloudflare] tier must be a function", "tier"],
+    ["an empty tier, with a store factory", () => withRateLimit(handler, { tiers: { free: [] }, tier: () => "free", key, store: () => undefined as never }), "[sluice] [cloudflare] tiers.free must hold at least one policy", "tiers.free"],
+    ["a tier's mode", () => withRateLimit(handler, { tiers: { free: { limits: free, mode: "x" as never } }, tier: () => "free", key }), "[sluice] [cloudflare] tiers.free.mode must be", "tiers.free.mode"],
+    [
+      "a store that is not a store",
+      () => withRateLimit(handler, { tiers: { free }, tier: () => "free", key, store: {} as never }),
+      "[sluice] [cloudflare] store must be a Store (an object with bind(namespace)); got an object",
+      "store",
+    ],
+    ["a bad tierCacheTtlMs", () => withRateLimit(handler, { tiers: { free }, tier: () => "free", key, tierCacheTtlMs: -1 }), "[sluice] [cloudflare] tierCacheTtlMs must be", "tierCacheTtlMs"],
+    ["a bad timeoutMs", () => withRateLimit(handler, { tiers: { free }, tier: () => "free", key, timeoutMs: 0 }), "[sluice] [cloudflare] timeoutMs must be", "timeoutMs"],
+  ];
+  it.each(cases)("refuses %s when it is called", (_label, make, message, option) => {
+    expectConfigError(make, message, option);
   });
 
   it("keeps the handler's other methods", () => {

@@ -200,49 +200,90 @@ describe("the object validates what it is sent", () => {
   const good = { prefix: "v", key: "k", policies, cost: 1, nowMs: T0 };
 
   const policy = (i: number) => specOf(fixedWindow({ limit: 3, window: "1m", name: `p${i}` }));
+  // [label, call, class, message (a part of it), option]: every field of a call, refused with its path
   it.each([
-    ["cost 0", { ...good, cost: 0 }, "SluiceInputError", "[sluice] [cloudflare] cost must be a positive safe integer; got 0"],
-    ["cost 1.5", { ...good, cost: 1.5 }, "SluiceInputError", "cost must be a positive safe integer; got 1.5"],
-    ['cost "1"', { ...good, cost: "1" }, "SluiceInputError", 'cost must be a positive safe integer; got "1"'],
-    ["an empty key", { ...good, key: "" }, "SluiceInputError", "key must be a non-empty string"],
-    ["a 5000-character key", { ...good, key: "k".repeat(5000) }, "SluiceInputError", "key must be at most 4096 characters; got 5000"],
-    ["a key with a lone surrogate", { ...good, key: "a\ud800" }, "SluiceInputError", "key must be a well-formed string"],
-    ["a missing prefix", { ...good, prefix: undefined }, "SluiceConfigError", "[sluice] [cloudflare] SluiceLimiter: prefix must be 1-128 visible ASCII characters"],
-    ["a tier with a space", { ...good, tier: "a b" }, "SluiceConfigError", "SluiceLimiter: tier must be 1-128 visible ASCII characters"],
-    ["policies that are not JSON", { ...good, policies: "[{" }, "SluiceConfigError", "policies is not valid JSON"],
-    ["no policies", { ...good, policies: "[]" }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 0"],
-    ["13 policies", { ...good, policies: JSON.stringify(Array.from({ length: 13 }, (_, i) => policy(i))) }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 13"],
-    ["33 policies", { ...good, policies: JSON.stringify(Array.from({ length: 33 }, (_, i) => policy(i))) }, "SluiceConfigError", "got 33"],
-    ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "SluiceConfigError", "policies[0].kind is not an algorithm"],
-    ["a limit the factory refuses", { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, window: 60_000 }]) }, "SluiceConfigError", "fixedWindow: limit must be a positive safe integer; got -1"],
+    ["cost 0", { ...good, cost: 0 }, "SluiceInputError", "[sluice] [cloudflare] cost must be a positive safe integer; got 0", "cost"],
+    ["cost 1.5", { ...good, cost: 1.5 }, "SluiceInputError", "cost must be a positive safe integer; got 1.5", "cost"],
+    ['cost "1"', { ...good, cost: "1" }, "SluiceInputError", 'cost must be a positive safe integer; got "1"', "cost"],
+    ["an empty key", { ...good, key: "" }, "SluiceInputError", "[sluice] [cloudflare] key must be a non-empty string", "key"],
+    ["a 5000-character key", { ...good, key: "k".repeat(5000) }, "SluiceInputError", "key must be at most 4096 characters; got 5000", "key"],
+    ["a key with a lone surrogate", { ...good, key: "a\ud800" }, "SluiceInputError", "key must be a well-formed string", "key"],
+    ["a missing prefix", { ...good, prefix: undefined }, "SluiceConfigError", "[sluice] [cloudflare] prefix must be 1-128 visible ASCII characters", "prefix"],
+    ["a tier with a space", { ...good, tier: "a b" }, "SluiceConfigError", "[sluice] [cloudflare] tier must be 1-128 visible ASCII characters", "tier"],
+    ["policies that are not a string", { ...good, policies: [] }, "SluiceConfigError", "[sluice] [cloudflare] policies must be a JSON string; got object", "policies"],
+    ["policies that are not JSON", { ...good, policies: "[{" }, "SluiceConfigError", "policies must be valid JSON", "policies"],
+    ["no policies", { ...good, policies: "[]" }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 0", "policies"],
+    ["13 policies", { ...good, policies: JSON.stringify(Array.from({ length: 13 }, (_, i) => policy(i))) }, "SluiceConfigError", "policies must be a list of 1 to 12 policies (the same limit on every store); got 13", "policies"],
+    ["33 policies", { ...good, policies: JSON.stringify(Array.from({ length: 33 }, (_, i) => policy(i))) }, "SluiceConfigError", "got 33", "policies"],
+    ["a policy that is not an object", { ...good, policies: JSON.stringify([policy(0), 5]) }, "SluiceConfigError", "[sluice] [cloudflare] policies[1] must be an object; got number", "policies[1]"],
+    ["an unknown algorithm", { ...good, policies: JSON.stringify([{ kind: "infinite", name: "x" }]) }, "SluiceConfigError", "[sluice] [cloudflare] policies[0].kind must be an algorithm's kind; got \"infinite\"", "policies[0].kind"],
+    [
+      "a limit the factory refuses",
+      { ...good, policies: JSON.stringify([{ kind: "fixedWindow", name: "w", limit: -1, window: 60_000 }]) },
+      "SluiceConfigError",
+      "[sluice] [cloudflare] policies[0].limit must be a positive safe integer; got -1",
+      "policies[0].limit",
+    ],
+    [
+      "a penalty box the factory refuses",
+      { ...good, policies: JSON.stringify([policy(0), { kind: "fixedWindow", name: "w", limit: 1, window: 60_000, block: { base: 1000, factor: 0, max: 1000 } }]) },
+      "SluiceConfigError",
+      "[sluice] [cloudflare] policies[1].block.factor must be a positive safe integer; got 0",
+      "policies[1].block.factor",
+    ],
     [
       "a concurrency cap with a penalty box",
       { ...good, policies: JSON.stringify([{ kind: "concurrency", name: "c", limit: 2, lease: 30_000, block: { base: 1000, factor: 1, max: 1000 } }]) },
       "SluiceConfigError",
-      "concurrency: block is not supported",
+      "[sluice] [cloudflare] policies[0].block must be left out of concurrency()",
+      "policies[0].block",
     ],
-    ["a lease of 1.5", { ...good, lease: 1.5 }, "SluiceInputError", "lease must be a positive safe integer; got 1.5"],
+    ["a lease of 1.5", { ...good, lease: 1.5 }, "SluiceInputError", "[sluice] [cloudflare] lease must be a non-negative safe integer; got 1.5", "lease"],
     [
       "two policies with one name",
       { ...good, policies: JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" })), specOf(slidingLog({ limit: 3, window: "1m", name: "w" }))]) },
       "SluiceConfigError",
-      "needs a name distinct from the others",
+      '[sluice] [cloudflare] policies[1].name must differ from the other policies\' names; got "w"',
+      "policies[1].name",
     ],
-  ])("refuses %s before touching state, answering the error's class as a value", async (_label, call, name, message) => {
+  ])("refuses %s before touching state, answering the error's class, code and option as a value", async (_label, call, name, message, option) => {
     const reply = (await raw("consume", call)) as unknown as { error: { name: string; message: string } };
-    expect(reply).toEqual({ error: { name, message: expect.stringContaining(message) } });
+    const code = name === "SluiceConfigError" ? "SLUICE_CONFIG" : "SLUICE_INPUT";
+    expect(reply).toEqual({ error: { name, code, message: expect.stringContaining(message), option } });
+    expect(reply.error.message.startsWith(`[sluice] [cloudflare] ${option} `)).toBe(true);
     expect(await raw("peek", good)).toMatchObject({ now: T0, policies: [{ policy: "w", remaining: 3 }] });
+  });
+
+  it("refuses a call that is not an object", async () => {
+    for (const method of ["consume", "peek", "refund", "release", "reset"]) {
+      expect(await raw(method, null)).toEqual({ error: { name: "SluiceInputError", code: "SLUICE_INPUT", message: "[sluice] [cloudflare] call must be an object; got null", option: "call" } });
+    }
+  });
+
+  it("refuses a refund whose cost, chargedAtMs or marks are malformed", async () => {
+    const refused = (option: string, message: string) => ({ error: { name: "SluiceInputError", code: "SLUICE_INPUT", message: expect.stringContaining(message), option } });
+    expect(await raw("refund", { ...good, cost: 0 })).toEqual(refused("cost", "[sluice] [cloudflare] cost must be a positive safe integer; got 0"));
+    expect(await raw("refund", { ...good, chargedAtMs: -1 })).toEqual(refused("chargedAtMs", "[sluice] [cloudflare] chargedAtMs must be a non-negative integer of epoch ms; got -1"));
+    expect(await raw("refund", { ...good, chargedAtMs: T0, marks: [1.5] })).toEqual(refused("marks", "[sluice] [cloudflare] marks must be a list of non-negative safe integers; got an array"));
+    expect(await raw("refund", { ...good, chargedAtMs: T0, marks: "1" })).toEqual(refused("marks", 'marks must be a list of non-negative safe integers; got "1"'));
   });
 
   it("refuses a release of a lease that is not a positive integer", async () => {
     for (const lease of [0, -1, 2.5, "7", undefined]) {
-      expect([lease, await raw("release", { ...good, lease })]).toEqual([lease, { error: { name: "SluiceInputError", message: expect.stringContaining("lease must be a positive safe integer") } }]);
+      expect([lease, await raw("release", { ...good, lease })]).toEqual([
+        lease,
+        { error: { name: "SluiceInputError", code: "SLUICE_INPUT", message: expect.stringContaining("[sluice] [cloudflare] lease must be a positive safe integer"), option: "lease" } },
+      ]);
     }
   });
 
   it("refuses a reset of a bad key or namespace the same way", async () => {
-    expect(await raw("reset", { prefix: "v", key: "k".repeat(5000) })).toEqual({ error: { name: "SluiceInputError", message: expect.stringContaining("at most 4096") } });
-    expect(await raw("reset", { prefix: "v v", key: "k" })).toEqual({ error: { name: "SluiceConfigError", message: expect.stringContaining("prefix must be") } });
+    expect(await raw("reset", { prefix: "v", key: "k".repeat(5000) })).toEqual({
+      error: { name: "SluiceInputError", code: "SLUICE_INPUT", message: expect.stringContaining("at most 4096"), option: "key" },
+    });
+    expect(await raw("reset", { prefix: "v v", key: "k" })).toEqual({
+      error: { name: "SluiceConfigError", code: "SLUICE_CONFIG", message: expect.stringContaining("[sluice] [cloudflare] prefix must be"), option: "prefix" },
+    });
     expect(await raw("reset", { prefix: "v", key: "k" })).toBeNull();
   });
 
@@ -361,32 +402,32 @@ describe("errors keep their class across the RPC", () => {
     for (const op of ["consume", "peek", "reset"]) {
       const { status, body } = await send("/store", { op, prefix: "direct", policies: one, nowMs: T0, ...fields });
       expect(status).toBe(500);
-      expect(body).toEqual({ stage: op, error: { name: cls, class: cls, message: expect.stringContaining(message) } });
+      expect(body).toEqual({ stage: op, error: { name: cls, class: cls, code: "SLUICE_INPUT", option: "key", message: expect.stringContaining(message) } });
     }
   });
 
   it("13 policies: bind() refuses them synchronously; sent anyway, the object's SluiceConfigError reaches the caller as that class", async () => {
     const checked = await send("/store", { op: "consume", prefix: "direct", policies: thirteen, key: "k", nowMs: T0 });
-    expect(checked.body).toMatchObject({ stage: "bind", error: { class: "SluiceConfigError", message: expect.stringContaining("at most 12 policies") } });
+    expect(checked.body).toMatchObject({ stage: "bind", error: { class: "SluiceConfigError", option: "policies", message: expect.stringContaining("at most 12 policies") } });
     const sent = await send("/store", { op: "consume", prefix: "direct", policies: thirteen, key: "k", nowMs: T0, unchecked: true });
     expect(sent.body).toEqual({
       stage: "consume",
-      error: { name: "SluiceConfigError", class: "SluiceConfigError", message: expect.stringContaining("policies must be a list of 1 to 12 policies") },
+      error: { name: "SluiceConfigError", class: "SluiceConfigError", code: "SLUICE_CONFIG", option: "policies", message: expect.stringContaining("policies must be a list of 1 to 12 policies") },
     });
     // a bad tier, sent past bind(): refused by the object, as a SluiceConfigError
     const tier = await send("/store", { op: "peek", prefix: "direct", tier: "a b", policies: one, key: "k", nowMs: T0, unchecked: true });
-    expect(tier.body).toMatchObject({ stage: "peek", error: { class: "SluiceConfigError", message: expect.stringContaining("tier must be") } });
+    expect(tier.body).toMatchObject({ stage: "peek", error: { class: "SluiceConfigError", code: "SLUICE_CONFIG", option: "tier", message: expect.stringContaining("tier must be") } });
   });
 
   it.each([
-    ["a 5000-character key", "long-key", "SluiceInputError"],
-    ["13 policies", "many-policies", "SluiceConfigError"],
-    ["a bad tier", "bad-tier", "SluiceConfigError"],
-  ])("a RateLimiter over the object rejects with the class for %s: never a store-error or a fallback", async (_label, fault, cls) => {
+    ["a 5000-character key", "long-key", "SluiceInputError", "key"],
+    ["13 policies", "many-policies", "SluiceConfigError", "policies"],
+    ["a bad tier", "bad-tier", "SluiceConfigError", "tier"],
+  ])("a RateLimiter over the object rejects with the class, code and option for %s: never a store-error or a fallback", async (_label, fault, cls, option) => {
     for (const onStoreError of ["fallback", "allow", "deny"]) {
       const { status, body } = await send("/limiter", { fault, onStoreError });
       expect(status, JSON.stringify(body)).toBe(500);
-      expect(body).toMatchObject({ stage: "limit", error: { class: cls } });
+      expect(body).toMatchObject({ stage: "limit", error: { class: cls, code: cls === "SluiceConfigError" ? "SLUICE_CONFIG" : "SLUICE_INPUT", option } });
     }
   });
 });
