@@ -4,14 +4,15 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 70cfcfd6c0e91b7b716296be0fbc9f3aa9f674b1; below this header, the script byte for byte)
+-- (EVALSHA 5828573ece9a82886e3fa535534b9ac1e0984379; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
--- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms); for a consume
+-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy; for a consume
 -- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
--- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).
+-- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),
+-- then nothing more.
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
@@ -86,8 +87,9 @@ if pass then
   return { now_ms, 1, 2 - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), 0, 1, 100 - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000, 0 }
 end
 
--- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables
--- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)
+-- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the
+-- denial) returns its 6 numbers; the reply is assembled from tables
+-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)
 local function answer(...)
   local out = { now_ms }
   for _, r in ipairs({ ... }) do
@@ -97,37 +99,41 @@ local function answer(...)
 end
 -- cc1
 local function cc1_decide(c)
-  local n = #cc1_expires
-  local earliest
-  for j = 1, n do
-    if earliest == nil or cc1_expires[j] < earliest then earliest = cc1_expires[j] end
+  if c ~= math.huge and #cc1_expires < 2 then
+    local cc1_earliest = now_us + 30000000
+    for j = 1, #cc1_expires do
+      if cc1_expires[j] < cc1_earliest then cc1_earliest = cc1_expires[j] end
+    end
+    return 1, 2 - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000))
   end
-  if c ~= math.huge and n < 2 then
-    local expires = now_us + 30000000
-    if earliest == nil or expires < earliest then earliest = expires end
-    return 1, 2 - n - 1, ceil(max(cc1_latest, expires) / 1000), 0, 0, now_ms + math.min(1000, ceil((earliest - now_us) / 1000))
+  -- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release)
+  if #cc1_expires == 0 then return 0, 2, now_ms, 0, 0, now_ms end
+  local earliest = math.huge
+  for j = 1, #cc1_expires do
+    if cc1_expires[j] < earliest then earliest = cc1_expires[j] end
   end
-  if n == 0 then return 0, 2, now_ms, 0, 0, now_ms end
   local wait = math.min(1000, ceil((earliest - now_us) / 1000))
-  return 0, max(0, 2 - n), ceil(cc1_latest / 1000), wait, 0, now_ms + wait
+  return 0, max(0, 2 - #cc1_expires), ceil(cc1_latest / 1000), wait, 0, now_ms + wait
 end
 -- fw2
 local function fw2_decide(c)
   local window = floor(now_ms / 3600000)
   local count = 0
   if fw2_window == window then count = fw2_count end
-  local reset_at = (window + 1) * 3600000
+  fw2_new_window = window
+  fw2_new_count = count + c
   if c <= 100 - count then
-    fw2_new_window = window
-    fw2_new_count = count + c
-    return 1, 100 - count - c, reset_at, 0, 0, reset_at
+    return 1, 100 - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000
   end
+  -- denied: the same cost passes when the window ends, unless it is more than the limit
+  local reset_at = (window + 1) * 3600000
   if c <= 100 then return 0, 100 - count, reset_at, reset_at - now_ms, 0, reset_at end
   return 0, 100 - count, reset_at, -1, 0, reset_at
 end
 
 if ARGV[2] == 'r' then
-  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek
+  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
+  -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)

@@ -5,13 +5,14 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 3925d022b69978f87968ebdca26fc22e26fe9135; below this header, the script byte for byte)
+-- (EVALSHA 8b1c64a311ca4bf0bff24777c36cb0364d8cebe9; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
--- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms).
+-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
--- refill_at (ms: when the available quota next grows), blocked (1: its penalty box denies).
+-- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),
+-- then one mark per bucket (tb3: its TAT right after an allowed consume, µs; 0 otherwise).
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
@@ -87,52 +88,51 @@ if pass then
   local sw1_remaining = max(0, floor((6000000 - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
   local sw1_refill_at = now_ms
   if sw1_remaining < 100 then
-    local spare = 100 - sw1_new_current - (sw1_remaining + 1)
+    local into, previous, current, units = sw1_into, sw1_new_previous, sw1_new_current, sw1_remaining + 1
+    local spare = 100 - current - units
     local slid = 0
-    if spare >= 0 and sw1_new_previous > 0 then slid = floor((spare * 60000) / sw1_new_previous) end
+    if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
+    local wait = 60000 - into
     if slid > 0 then
-      sw1_refill_at = now_ms + (60000 - sw1_into - slid)
-    else
-      local retry = 60000 - sw1_into
-      if sw1_new_current > 0 then retry = retry + max(0, 60000 - floor(((100 - (sw1_remaining + 1)) * 60000) / sw1_new_current)) end
-      sw1_refill_at = now_ms + retry
+      wait = wait - slid
+    elseif current > 0 then
+      wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
     end
+    sw1_refill_at = now_ms + wait
   end
   local tb3_diff = now_us - (tb3_new_tat - 4000000)
   local tb3_refill_at = now_ms
   if tb3_diff < 4000000 then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / 200000) + 1) * 200000 - tb3_diff) / 1000) end
-  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0 }
+  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat }
 end
 
--- the general code: each policy's decide(c) returns its 6 numbers; the reply is assembled from tables
--- buckets: when (ms) the next unit drips back, 'credit' (µs) being now - tat + burst * T; now if full
-local function next_unit_at(credit, full, step)
-  if credit >= full then return now_ms end
-  return now_ms + ceil(((floor(credit / step) + 1) * step - credit) / 1000)
-end
--- the reply: now_ms, then 7 numbers per policy (each policy's result is a table)
+-- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the
+-- denial) returns its 6 numbers; the reply is assembled from tables
+-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)
 local function answer(...)
   local out = { now_ms }
   for _, r in ipairs({ ... }) do
     for j = 1, 7 do out[#out + 1] = r[j] or 0 end
   end
+  out[#out + 1] = 0
   return out
 end
 -- sw1
--- the least wait (ms) after which c units pass with the state unchanged
-local function sw1_retry(into, previous, current, c)
-  local spare = 100 - current - c
-  if spare >= 0 and previous > 0 then
-    local slid = floor((spare * 60000) / previous)
-    if slid > 0 then return 60000 - into - slid end
+-- the least wait (ms) after which 'units' pass with the state unchanged
+local function sw1_retry(into, previous, current, units)
+  local spare = 100 - current - units
+  local slid = 0
+  if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
+  local wait = 60000 - into
+  if slid > 0 then
+    wait = wait - slid
+  elseif current > 0 then
+    wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
   end
-  local retry = 60000 - into
-  if current > 0 then retry = retry + max(0, 60000 - floor(((100 - c) * 60000) / current)) end
-  return retry
+  return wait
 end
 local function sw1_decide(c)
   local window = floor(now_ms / 60000)
-  local into = now_ms - window * 60000
   local previous, current = 0, 0
   if sw1_window == window then
     previous = sw1_previous
@@ -140,20 +140,31 @@ local function sw1_decide(c)
   elseif sw1_window == window - 1 then
     previous = sw1_current
   end
-  local weighted = previous * (60000 - into)
-  local left = floor((6000000 - weighted) / 60000)
-  if c <= 100 - current and weighted <= (100 - current - c) * 60000 then
-    sw1_new_window = window
-    sw1_new_previous = previous
-    sw1_new_current = current + c
-    local remaining = max(0, left - current - c)
-    local refill_at = now_ms
-    if remaining < 100 then refill_at = now_ms + sw1_retry(into, previous, current + c, remaining + 1) end
-    return 1, remaining, (window + 2) * 60000, 0, 0, refill_at
+  sw1_new_window, sw1_new_previous, sw1_new_current = window, previous, current + c
+  if c <= 100 - current and previous * (60000 - (now_ms - window * 60000)) <= (100 - current - c) * 60000 then
+    local sw1_into = now_ms - sw1_new_window * 60000
+    local sw1_remaining = max(0, floor((6000000 - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
+    local sw1_refill_at = now_ms
+    if sw1_remaining < 100 then
+      local into, previous, current, units = sw1_into, sw1_new_previous, sw1_new_current, sw1_remaining + 1
+      local spare = 100 - current - units
+      local slid = 0
+      if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
+      local wait = 60000 - into
+      if slid > 0 then
+        wait = wait - slid
+      elseif current > 0 then
+        wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
+      end
+      sw1_refill_at = now_ms + wait
+    end
+    return 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at
   end
+  -- denied: back to the full quota once the current count (else the previous one) has slid out
+  local into = now_ms - window * 60000
+  local remaining = max(0, floor((6000000 - previous * (60000 - into)) / 60000) - current)
   local reset_at = now_ms
   if current > 0 then reset_at = (window + 2) * 60000 elseif previous > 0 then reset_at = (window + 1) * 60000 end
-  local remaining = max(0, left - current)
   local refill_at = now_ms
   if remaining < 100 then refill_at = now_ms + sw1_retry(into, previous, current, remaining + 1) end
   if c > 100 then return 0, remaining, reset_at, -1, 0, refill_at end
@@ -164,12 +175,13 @@ local function fw2_decide(c)
   local window = floor(now_ms / 86400000)
   local count = 0
   if fw2_window == window then count = fw2_count end
-  local reset_at = (window + 1) * 86400000
+  fw2_new_window = window
+  fw2_new_count = count + c
   if c <= 10000 - count then
-    fw2_new_window = window
-    fw2_new_count = count + c
-    return 1, 10000 - count - c, reset_at, 0, 0, reset_at
+    return 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000
   end
+  -- denied: the same cost passes when the window ends, unless it is more than the limit
+  local reset_at = (window + 1) * 86400000
   if c <= 10000 then return 0, 10000 - count, reset_at, reset_at - now_ms, 0, reset_at end
   return 0, 10000 - count, reset_at, -1, 0, reset_at
 end
@@ -177,22 +189,25 @@ end
 local function tb3_decide(c)
   local tat = tb3_tat
   if tat == nil or tat < now_us then tat = now_us end
-  if c <= 20 then
-    local new_tat = tat + c * 200000
-    local diff = now_us - (new_tat - 4000000)
-    if diff >= 0 then
-      tb3_new_tat = new_tat
-      return 1, floor(diff / 200000), ceil(new_tat / 1000), 0, 0, next_unit_at(diff, 4000000, 200000)
-    end
-    local credit = now_us - tat + 4000000
-    return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), ceil((-diff) / 1000), 0, next_unit_at(credit, 4000000, 200000)
+  tb3_new_tat = tat + c * 200000
+  if c <= 20 and now_us - (tb3_new_tat - 4000000) >= 0 then
+    local tb3_diff = now_us - (tb3_new_tat - 4000000)
+    local tb3_refill_at = now_ms
+    if tb3_diff < 4000000 then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / 200000) + 1) * 200000 - tb3_diff) / 1000) end
+    return 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at
   end
+  -- denied: the credit now (µs) says what is left; the same cost passes once the credit after it
+  -- (now - (new_tat - burst*T)) reaches 0
   local credit = now_us - tat + 4000000
-  return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), -1, 0, next_unit_at(credit, 4000000, 200000)
+  local refill_at = now_ms
+  if credit < 4000000 then refill_at = now_ms + ceil(((floor(credit / 200000) + 1) * 200000 - credit) / 1000) end
+  if c > 20 then return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), -1, 0, refill_at end
+  return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), ceil((tb3_new_tat - 4000000 - now_us) / 1000), 0, refill_at
 end
 
 if ARGV[2] == 'r' then
-  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms (absent: the latest), then answer as a peek
+  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
+  -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
@@ -218,8 +233,13 @@ if ARGV[2] == 'r' then
     changed("per-day|fw", fmt('%.0f:%.0f', fw2_window, fw2_count))
   end
   if tb3_tat ~= nil and tb3_tat > now_us then
-    tb3_tat = max(now_us, tb3_tat - refund_cost * 200000)
-    changed("burst|tb", fmt('%.0f', tb3_tat))
+    local mark = tb3_tat
+    if charged_ms >= 0 then mark = tonumber(ARGV[7]) or 0 end
+    local back = math.min(refund_cost * 200000, mark - now_us, tb3_tat - now_us)
+    if back > 0 then
+      tb3_tat = tb3_tat - back
+      changed("burst|tb", fmt('%.0f', tb3_tat))
+    end
   end
   if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
   if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end

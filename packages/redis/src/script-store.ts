@@ -10,6 +10,7 @@ import {
   encodeKeyPart,
   namespaceKey,
 } from "@sluice/core/store";
+import { luaOf } from "./algorithms/index.js";
 import { extraWaitMs } from "./liveness.js";
 import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
 import { type Script, decideScript } from "./scripts.js";
@@ -132,8 +133,8 @@ class ScriptBinding implements BoundStore {
   readonly #loads: ScriptLoadState;
   readonly #names: string[];
   readonly #limits: number[];
-  /** The positions of the bucket policies, whose marks end the script's reply. */
-  readonly #buckets: number[];
+  /** The positions of the policies whose marks end the script's reply (the buckets: see `LuaAlgorithm.marks`). */
+  readonly #marked: number[];
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
   readonly #keyStart: string;
 
@@ -148,7 +149,7 @@ class ScriptBinding implements BoundStore {
     this.#loads = scriptLoadState(transport.client, this.#script.sha);
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
-    this.#buckets = namespace.policies.flatMap((p, i) => (p.kind === "tokenBucket" || p.kind === "leakyBucket" ? [i] : []));
+    this.#marked = namespace.policies.flatMap((p, i) => (luaOf(p).marks ? [i] : []));
     this.#keyStart = `{${namespaceKey(namespace)}`;
   }
 
@@ -179,8 +180,8 @@ class ScriptBinding implements BoundStore {
 
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
-    const buckets = this.#buckets;
-    const length = 1 + 7 * n + buckets.length;
+    const marked = this.#marked;
+    const length = 1 + 7 * n + marked.length;
     if (!Array.isArray(reply) || reply.length !== length || !reply.every(Number.isSafeInteger)) {
       throw new SluiceStoreError(
         `[sluice] [redis] malformed reply from the decide script: expected ${length} integers; got ${preview(reply)}`,
@@ -206,10 +207,10 @@ class ScriptBinding implements BoundStore {
         (policies[i] as PolicyResult).blockedUntil = blockedUntil;
       }
     }
-    if (buckets.length === 0) return { now: reply[0] as number, policies };
-    // the buckets' marks of an allowed consume (0 in any other reply), after the policies' numbers
+    if (marked.length === 0) return { now: reply[0] as number, policies };
+    // the marks of an allowed consume (0 in any other reply), after the policies' numbers
     const marks: number[] = new Array(n).fill(0);
-    for (let j = 0; j < buckets.length; j++) marks[buckets[j] as number] = reply[1 + 7 * n + j] as number;
+    for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[1 + 7 * n + j] as number;
     return { now: reply[0] as number, policies, marks };
   }
 

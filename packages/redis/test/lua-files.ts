@@ -1,10 +1,10 @@
 /**
- * The generated `decide` scripts of four representative configurations, committed as
+ * The generated `decide` scripts of six representative configurations, committed as
  * `packages/redis/lua/*.lua` so the Lua can be reviewed without running the generator.
  * `src/lua-files.test.ts` fails when a file is stale; `pnpm --filter @sluice/redis gen:lua`
  * rewrites them.
  */
-import { type Policy, concurrency, fixedWindow, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
+import { type Policy, concurrency, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "@sluice/core";
 import { decideScript } from "../src/scripts.js";
 
 export interface LuaFile {
@@ -45,6 +45,18 @@ export const LUA_FILES: readonly LuaFile[] = [
     file: "concurrency.lua",
     source: ['[', '  concurrency({ limit: 2, name: "exports" }),', '  fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),', "]"].join("\n"),
     policies: () => [concurrency({ limit: 2, name: "exports" }), fixedWindow({ limit: 100, window: "1h", name: "per-hour" })],
+  },
+  {
+    // the queue: requests past the burst pass with a delay (the shaping branch of the GCRA)
+    file: "leaky-bucket-queue.lua",
+    source: 'leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 3, name: "shaper" })',
+    policies: () => [leakyBucket({ rate: 10, period: "1s", burst: 5, queue: 3, name: "shaper" })],
+  },
+  {
+    // the penalty box: its own field, its check on the fast path and its start after a denial
+    file: "penalty-box.lua",
+    source: 'fixedWindow({ limit: 5, window: "1m", name: "login", block: { base: "1m", factor: 2, max: "1h" } })',
+    policies: () => [fixedWindow({ limit: 5, window: "1m", name: "login", block: { base: "1m", factor: 2, max: "1h" } })],
   },
 ];
 

@@ -1,0 +1,119 @@
+/**
+ * What every algorithm gives the script generator (`scripts.ts`): the Lua of one policy, in pieces
+ * ({@link LuaPart}), and the small helpers the algorithm modules share.
+ *
+ * Each algorithm states its decision once, as pieces of Lua: the state now ({@link LuaPart.now}),
+ * whether `c` units fit ({@link LuaPart.fits}), the state after them ({@link LuaPart.take}), the
+ * answer of an allowed request ({@link LuaPart.allowed}, {@link LuaPart.values}) and of a denied
+ * one ({@link LuaPart.denied}). The generator assembles both uses of them from the same text:
+ *
+ * - the general code's `local function <p>_decide(c)` (a denial, a peek, a refund, a release, a
+ *   running penalty box):
+ *   ```lua
+ *   local function fw1_decide(c)
+ *     <now>
+ *     <take(c)>
+ *     if <fits(c)> then
+ *       <allowed>
+ *       return <values(c)>
+ *     end
+ *     <denied(c)>
+ *   end
+ *   ```
+ * - the consume fast path (every policy allowing), straight-line code with no closure: per policy
+ *   `if pass then <now> <take(cost)> pass = <fits(cost)> end`, then, once every policy passed,
+ *   each policy's `<allowed>` and a reply of its `<values(cost)>`.
+ *
+ * `take` only assigns the state to write (`<p>_new_*`), which the fast path's write alone reads:
+ * running it before `fits` (or for a request that is then denied) writes nothing. So `allowed` and
+ * `values` read what an allowed request leaves (`<p>_new_*`), never the locals of `now` (gone by
+ * the time the fast path answers). `denied` may read them.
+ *
+ * @module
+ */
+import { SluiceConfigError } from "@sluice/core";
+import type { Policy } from "@sluice/core/store";
+
+/** The Lua of one policy in a generated script; `p` is its local-name prefix (`fw1`), see {@link LuaAlgorithm.part}. */
+export interface LuaPart {
+  /** A comment line describing the policy and its stored value. */
+  readonly describe: string;
+  /** Reads the state from the HMGET reply (`stored[i]`) into `<p>_*` locals, and declares the state to write (`<p>_new_*`). */
+  readonly read: string;
+  /**
+   * `local function`s the decide function calls (written once, above it, in the general code;
+   * where the fast path needs the same computation it inlines the same text). Empty if none.
+   */
+  readonly functions: string;
+  /** Statements: the state now, in plain locals (`window`, `count`, `tat`, ...), from the read locals. */
+  readonly now: string;
+  /** Statements: the state after admitting `c` units (`c` a Lua expression), assigned to `<p>_new_*`. Empty if none. */
+  take(c: string): string;
+  /** An expression: whether `c` units pass now (after {@link LuaPart.now} and {@link LuaPart.take}); false for `math.huge`. */
+  fits(c: string): string;
+  /** Statements run once `c` units were admitted: the locals {@link LuaPart.values} reads (from `<p>_new_*`). Empty if none. */
+  readonly allowed: string;
+  /** The six numbers of an allowed request: 1, remaining, reset_at, 0, delay, refill_at. */
+  values(c: string): string;
+  /**
+   * Statements answering a request of `c` units that does not fit (`c` may be `math.huge`, which
+   * asks for the state now): each path ends in `return 0, remaining, reset_at, retry_after (-1:
+   * never), 0, refill_at`.
+   */
+  denied(c: string): string;
+  /** Statements run before the HSET of an allowed consume, building what {@link LuaPart.value} writes. Empty if none. */
+  readonly prepare: string;
+  /**
+   * Refund mode: gives `refund_cost` units back for a charge at `charged_ms` (-1: the latest),
+   * updating the read locals (so the peek that follows sees it) and queueing the field's new value
+   * with `changed(field, value)` (or `emptied(field)`) when it changed. Empty if the algorithm
+   * refunds nothing.
+   */
+  readonly refund: string;
+  /**
+   * Release mode (an algorithm with {@link LuaAlgorithm.leases}, else empty): frees lease `lease`
+   * (and every expired one), updating the read locals (so the peek that follows sees it) and
+   * writing the field.
+   */
+  readonly release: string;
+  /** The HSET value expression after an allowed consume. */
+  readonly value: string;
+  /**
+   * The mark of an allowed charge (a bucket's TAT right after it, µs: what a refund of that charge
+   * needs), appended to the reply after every policy's 7 numbers; present exactly when the
+   * algorithm {@link LuaAlgorithm.marks}.
+   */
+  readonly mark?: string;
+  /** When (µs) the written state is empty again. */
+  readonly expiresUs: string;
+}
+
+/**
+ * The Lua side of one algorithm. The registry (`algorithms/index.ts`) maps every policy kind to
+ * one, so the compiler refuses a kind without its Lua.
+ */
+export interface LuaAlgorithm<P extends Policy> {
+  /**
+   * Whether an allowed consume's reply carries a mark for this policy after every policy's
+   * numbers (core's definition of the kind has `mark`): the buckets' TAT after the charge.
+   */
+  readonly marks: boolean;
+  /** Whether an allowed request holds a lease (a concurrency cap): the script then has a release mode (`'x'`) and reads a lease id. */
+  readonly leases: boolean;
+  /** The largest cost the policy can ever admit (beyond it: `cost-exceeds-limit`, retry -1), as core's definition says. */
+  maxCost(policy: P): number;
+  /** The Lua of `policy` at position `i` (1-based: `stored[i]`, `ARGV[4 + i]`), its locals prefixed with `p` (`fw1`). */
+  part(policy: P, p: string, i: number): LuaPart;
+}
+
+/** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */
+export const str = (s: string): string => JSON.stringify(s);
+
+/** An integer constant, written out in full (String() never uses exponents below 1e21). */
+export const int = (n: number): string => {
+  if (!Number.isSafeInteger(n)) throw new SluiceConfigError(`[sluice] [redis] not a safe integer in a script: ${n}`);
+  return String(n);
+};
+
+/** Lua text with every line indented by `by`. */
+export const indent = (text: string, by: string): string => text.replace(/^/gm, by);

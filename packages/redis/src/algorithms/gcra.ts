@@ -1,0 +1,82 @@
+/**
+ * The generic cell rate algorithm both buckets run on, in Lua (core: `algorithms/gcra.ts`): one
+ * number per key, the theoretical arrival time `tat` (µs). With `T` the emission interval, a
+ * request of `c` units passes when `now - (tat + c*T - burst*T) >= 0`, or, with a queue, `>=
+ * -queue*T` (served after a delay). Stored: `tat`.
+ *
+ * @module
+ */
+import type { LeakyBucketPolicy, TokenBucketPolicy } from "@sluice/core";
+import { policyField } from "@sluice/core/store";
+import { type LuaAlgorithm, type LuaPart, int, str } from "./definition.js";
+
+/** What the GCRA reads of a bucket policy. */
+type GcraPolicy = TokenBucketPolicy | LeakyBucketPolicy;
+
+/** The GCRA's Lua, shared by {@link tokenBucketLua} and {@link leakyBucketLua}; `sizes` describes the bucket in the script's comment. */
+export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): LuaAlgorithm<P> {
+  const algorithm: LuaAlgorithm<P> = {
+    marks: true,
+    leases: false,
+    maxCost: (policy) => policy.burst + policy.queue,
+    part(policy, p, i): LuaPart {
+      const stored = `stored[${i}]`;
+      const T = int(policy.emissionIntervalUs);
+      const BT = int(policy.burst * policy.emissionIntervalUs);
+      const queueUs = policy.queue * policy.emissionIntervalUs;
+      const QT = int(queueUs);
+      // `credit` (µs) is now - tat + burst*T, a full bucket's being burst*T: the units left, and when
+      // (ms) the next one drips back (now if full), in `out`
+      const units = (credit: string) => `floor(${credit} / ${T})`;
+      const refill = (out: string, credit: string) => `local ${out} = now_ms
+if ${credit} < ${BT} then ${out} = now_ms + ceil(((${units(credit)} + 1) * ${T} - ${credit}) / 1000) end`;
+      return {
+        describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${T} µs; stored: the theoretical arrival time "tat" (µs)`,
+        read: `local ${p}_tat = tonumber(${stored})
+local ${p}_new_tat`,
+        functions: "",
+        now: `local tat = ${p}_tat
+if tat == nil or tat < now_us then tat = now_us end`,
+        take: (c) => `${p}_new_tat = tat + ${c} * ${T}`,
+        fits: (c) => `${c} <= ${int(algorithm.maxCost(policy))} and now_us - (${p}_new_tat - ${BT}) >= ${queueUs === 0 ? "0" : `-${QT}`}`,
+        // the credit after the request; with a queue, a request past the burst waits its turn
+        allowed: `local ${p}_diff = now_us - (${p}_new_tat - ${BT})
+${refill(`${p}_refill_at`, `${p}_diff`)}${
+          queueUs === 0
+            ? ""
+            : `
+-- within the queue: no unit left, served after a delay
+local ${p}_remaining, ${p}_delay = 0, 0
+if ${p}_diff >= 0 then ${p}_remaining = ${units(`${p}_diff`)} else ${p}_delay = ceil(-${p}_diff / 1000) end`
+        }`,
+        values: () =>
+          queueUs === 0
+            ? `1, ${units(`${p}_diff`)}, ceil(${p}_new_tat / 1000), 0, 0, ${p}_refill_at`
+            : `1, ${p}_remaining, ceil(${p}_new_tat / 1000), 0, ${p}_delay, ${p}_refill_at`,
+        denied: (c) => `-- denied: the credit now (µs) says what is left; the same cost passes once the credit after it
+-- (now - (new_tat - burst*T)) reaches ${queueUs === 0 ? "0" : "-queue*T"}
+local credit = now_us - tat + ${BT}
+${refill("refill_at", "credit")}
+if ${c} > ${int(algorithm.maxCost(policy))} then return 0, max(0, ${units("credit")}), ceil(tat / 1000), -1, 0, refill_at end
+return 0, max(0, ${units("credit")}), ceil(tat / 1000), ceil((${p}_new_tat - ${BT} - now_us${queueUs === 0 ? "" : ` - ${QT}`}) / 1000), 0, refill_at`,
+        prepare: "",
+        // never more than the charge still weighs: its mark (the TAT right after it; without a
+        // charge named, the latest: the TAT now) less now, and never below now (full)
+        refund: `if ${p}_tat ~= nil and ${p}_tat > now_us then
+  local mark = ${p}_tat
+  if charged_ms >= 0 then mark = tonumber(ARGV[${4 + i}]) or 0 end
+  local back = math.min(refund_cost * ${T}, mark - now_us, ${p}_tat - now_us)
+  if back > 0 then
+    ${p}_tat = ${p}_tat - back
+    changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
+  end
+end`,
+        release: "",
+        value: `fmt('%.0f', ${p}_new_tat)`,
+        mark: `${p}_new_tat`,
+        expiresUs: `${p}_new_tat`,
+      };
+    },
+  };
+  return algorithm;
+}
