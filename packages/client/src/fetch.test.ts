@@ -6,7 +6,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FetchLike, type WaitInfo, rateLimitedFetch } from "./index.js";
+// core's classes, from source: the client has no dependency on core, yet its errors answer to them
+import { SluiceConfigError, SluiceError } from "../../core/src/errors.js";
+import { type FetchLike, type RateLimitedFetchOptions, type WaitInfo, rateLimitedFetch } from "./index.js";
 import { type Running, fakeClock, listen } from "./test/servers.js";
 
 /** 2023-11-14T22:14:00Z */
@@ -81,13 +83,38 @@ function client(options: Parameters<typeof rateLimitedFetch>[0] = {}) {
 
 describe("options", () => {
   it("are checked when the function is made, with messages that name them", () => {
-    expect(() => rateLimitedFetch({ maxRetries: -1 })).toThrow("[sluice] rateLimitedFetch: maxRetries must be a non-negative integer; got -1");
+    expect(() => rateLimitedFetch({ maxRetries: -1 })).toThrow("[sluice] [client] maxRetries must be a non-negative integer; got -1");
     expect(() => rateLimitedFetch({ maxRetries: 1.5 })).toThrow(TypeError);
     expect(() => rateLimitedFetch({ maxTotalWaitMs: Number.NaN })).toThrow("maxTotalWaitMs must be a non-negative number");
     expect(() => rateLimitedFetch({ retryOn: [429, 1000] })).toThrow("retryOn must be an array of HTTP status codes; got [429,1000]");
     expect(() => rateLimitedFetch({ fetch: "nope" as unknown as FetchLike })).toThrow('fetch must be a function; got "nope"');
     expect(() => rateLimitedFetch({ pace: 1 as unknown as boolean })).toThrow("pace must be a boolean; got 1");
     expect(() => rateLimitedFetch({ maxTotalWaitMs: Number.POSITIVE_INFINITY, maxRetries: 0, retryOn: [] })).not.toThrow();
+  });
+
+  // [options, option]: every option of rateLimitedFetch, refused with code and option
+  it.each([
+    [null, "options"],
+    [5, "options"],
+    [{ maxRetries: -1 }, "maxRetries"],
+    [{ maxRetries: "3" }, "maxRetries"],
+    [{ maxWaitMs: 1.5 }, "maxWaitMs"],
+    [{ maxTotalWaitMs: -1 }, "maxTotalWaitMs"],
+    [{ retryOn: 429 }, "retryOn"],
+    [{ retryOn: [99] }, "retryOn"],
+    [{ pace: "yes" }, "pace"],
+    [{ fetch: {} }, "fetch"],
+    [{ onWait: "log" }, "onWait"],
+    [{ now: 0 }, "now"],
+    [{ sleep: true }, "sleep"],
+  ])("%j: a SluiceConfigError (code SLUICE_CONFIG) naming %s", (options, option) => {
+    const make = () => rateLimitedFetch(options as RateLimitedFetchOptions);
+    expect(make).toThrow(expect.objectContaining({ name: "SluiceConfigError", code: "SLUICE_CONFIG", option }));
+    expect(make).toThrow(new RegExp(`^\\[sluice\\] \\[client\\] ${option} must be `));
+    // core's classes recognise it (no dependency: the same mark as a second copy of core's module)
+    expect(make).toThrow(SluiceConfigError);
+    expect(make).toThrow(SluiceError);
+    expect(make).toThrow(TypeError);
   });
 
   it("the default fetch is globalThis.fetch, looked up at each call", async () => {

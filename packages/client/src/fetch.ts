@@ -139,14 +139,38 @@ const MAX_ORIGINS = 1_000;
  */
 const MAX_BUDGETS_PER_ORIGIN = 64;
 
-function optionError(option: string, expected: string, value: unknown): TypeError {
+/**
+ * Where `@sluice/core`'s error classes read the classes an error belongs to (`Symbol.for`: one key
+ * for every copy of the library). This package has no dependencies, so its configuration error is
+ * not core's class; marked so, it answers `instanceof SluiceConfigError` (and `SluiceError`) as
+ * core's own errors do.
+ */
+const ERROR_CLASSES = Symbol.for("@sluice/core:error-classes");
+
+/**
+ * A bad option of {@link rateLimitedFetch}: `code` `"SLUICE_CONFIG"` and `option` naming it, like
+ * every Sluice configuration error, and `instanceof SluiceConfigError` from `@sluice/core`. Still a
+ * `TypeError`, as it was before it had a code.
+ */
+class ClientConfigError extends TypeError {
+  override name = "SluiceConfigError";
+  readonly code = "SLUICE_CONFIG";
+  readonly option: string;
+  constructor(message: string, option: string) {
+    super(message);
+    this.option = option;
+    Object.defineProperty(this, ERROR_CLASSES, { value: ["SluiceConfigError", "SluiceError"], enumerable: false });
+  }
+}
+
+function optionError(option: string, expected: string, value: unknown): ClientConfigError {
   let shown: string;
   try {
     shown = typeof value === "function" ? "a function" : (JSON.stringify(value) ?? String(value));
   } catch {
     shown = String(value);
   }
-  return new TypeError(`[sluice] rateLimitedFetch: ${option} must be ${expected}; got ${shown}`);
+  return new ClientConfigError(`[sluice] [client] ${option} must be ${expected}; got ${shown}`, option);
 }
 
 function abortReason(signal: AbortSignal): unknown {
