@@ -3,7 +3,7 @@
  * of decision (ok, limit, cost-exceeds-limit, store-error, timeout, dry run, tiers), fed by
  * `onDecision` of the request pipeline.
  */
-import { MemoryStore, RateLimiter, type Store, createGuard, fixedWindow } from "@sluice/core";
+import { MemoryStore, RateLimiter, SluiceConfigError, type Store, createGuard, fixedWindow } from "@sluice/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { INSTRUMENTATION_SCOPE, INSTRUMENTATION_VERSION, METRIC_SLUICE_DECISIONS, instrumentDecisions } from "./index.js";
 import { startTestSdk } from "./test/sdk.js";
@@ -68,8 +68,12 @@ describe("instrumentDecisions", () => {
     ]);
   });
 
-  it("refuses a meterProvider that is not one", () => {
-    expect(() => instrumentDecisions({ meterProvider: { getMeter: 1 } as never })).toThrow("[sluice] [otel] meterProvider must be an OpenTelemetry MeterProvider");
+  it("refuses a meterProvider that is not one, and options that are not an object: SluiceConfigError naming each", () => {
+    const bad = () => instrumentDecisions({ meterProvider: { getMeter: 1 } as never });
+    expect(bad).toThrow(SluiceConfigError);
+    expect(bad).toThrow("[sluice] [otel] meterProvider must be an OpenTelemetry MeterProvider");
+    expect(bad).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "meterProvider" }));
+    expect(() => instrumentDecisions(null as never)).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "options", message: "[sluice] [otel] options must be an object; got null" }));
   });
 
   it("the scope's version is the package's", () => {

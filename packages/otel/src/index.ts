@@ -43,6 +43,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { Decision, DecisionInfo, Store } from "@sluice/core";
+import { SluiceConfigError } from "@sluice/core";
 import { type BoundStore, type MaybePromise, type StoreNamespace, type StoreResult, toDecision } from "@sluice/core/store";
 
 /** The instrumentation scope: the name every meter and tracer of this package is obtained with. */
@@ -136,10 +137,20 @@ function lazyInstruments<T>(provider: MeterProvider | undefined, make: (provider
   };
 }
 
+/** Refuses options that are not an object (`SluiceConfigError`, option `"options"`). */
+function checkOptions(options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`[sluice] [otel] options must be an object; got ${String(options)}`, { option: "options" });
+  }
+}
+
 function checkProvider(value: unknown, option: string, method: string): void {
   if (value === undefined) return;
   if (typeof value !== "object" || value === null || typeof (value as Record<string, unknown>)[method] !== "function") {
-    throw new TypeError(`[sluice] [otel] ${option} must be an OpenTelemetry ${option === "meterProvider" ? "MeterProvider" : "TracerProvider"} (with ${method}()); got ${String(value)}`);
+    throw new SluiceConfigError(
+      `[sluice] [otel] ${option} must be an OpenTelemetry ${option === "meterProvider" ? "MeterProvider" : "TracerProvider"} (with ${method}()); got ${String(value)}`,
+      { option },
+    );
   }
 }
 
@@ -169,6 +180,7 @@ function checkProvider(value: unknown, option: string, method: string): void {
  * ```
  */
 export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): OnDecision {
+  checkOptions(options);
   checkProvider(options.meterProvider, "meterProvider", "getMeter");
   const counter = lazyInstruments<Counter>(options.meterProvider, (provider) =>
     provider.getMeter(INSTRUMENTATION_SCOPE, INSTRUMENTATION_VERSION).createCounter(METRIC_SLUICE_DECISIONS, {
@@ -212,7 +224,9 @@ export function errorType(error: unknown): string {
 
 function storeNameOf(store: Store, option: string | undefined): string {
   if (option !== undefined) {
-    if (typeof option !== "string" || option === "") throw new TypeError(`[sluice] [otel] name must be a non-empty string; got ${String(option)}`);
+    if (typeof option !== "string" || option === "") {
+      throw new SluiceConfigError(`[sluice] [otel] name must be a non-empty string; got ${typeof option === "string" ? '""' : String(option)}`, { option: "name" });
+    }
     return option;
   }
   const ctor = (store as { constructor?: { name?: unknown } }).constructor?.name;
@@ -253,8 +267,9 @@ function storeNameOf(store: Store, option: string | undefined): string {
  */
 export function instrumentStore(store: Store, options: InstrumentStoreOptions = {}): Store {
   if (typeof store !== "object" || store === null || typeof (store as Partial<Store>).bind !== "function") {
-    throw new TypeError(`[sluice] [otel] instrumentStore needs a Store (an object with bind(namespace)); got ${String(store)}`);
+    throw new SluiceConfigError(`[sluice] [otel] store must be a Store (an object with bind(namespace)); got ${String(store)}`, { option: "store" });
   }
+  checkOptions(options);
   checkProvider(options.tracerProvider, "tracerProvider", "getTracer");
   checkProvider(options.meterProvider, "meterProvider", "getMeter");
   const storeName = storeNameOf(store, options.name);

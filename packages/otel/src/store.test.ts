@@ -247,11 +247,16 @@ describe("instrumentStore over a failing store", () => {
 });
 
 describe("instrumentStore's arguments", () => {
-  it("refuses what is not a store or a provider", () => {
-    expect(() => instrumentStore({} as Store)).toThrow("[sluice] [otel] instrumentStore needs a Store (an object with bind(namespace))");
-    expect(() => instrumentStore(new MemoryStore(), { meterProvider: {} as never })).toThrow("meterProvider must be an OpenTelemetry MeterProvider");
-    expect(() => instrumentStore(new MemoryStore(), { tracerProvider: 1 as never })).toThrow("tracerProvider must be an OpenTelemetry TracerProvider");
-    expect(() => instrumentStore(new MemoryStore(), { name: "" })).toThrow("name must be a non-empty string");
+  it.each([
+    ["store", () => instrumentStore({} as Store), "[sluice] [otel] store must be a Store (an object with bind(namespace)); got [object Object]"],
+    ["options", () => instrumentStore(new MemoryStore(), 5 as never), "[sluice] [otel] options must be an object; got 5"],
+    ["meterProvider", () => instrumentStore(new MemoryStore(), { meterProvider: {} as never }), "[sluice] [otel] meterProvider must be an OpenTelemetry MeterProvider"],
+    ["tracerProvider", () => instrumentStore(new MemoryStore(), { tracerProvider: 1 as never }), "[sluice] [otel] tracerProvider must be an OpenTelemetry TracerProvider"],
+    ["name", () => instrumentStore(new MemoryStore(), { name: "" }), '[sluice] [otel] name must be a non-empty string; got ""'],
+  ])("refuses a bad %s with a SluiceConfigError naming it", (option, make, message) => {
+    expect(make).toThrow(SluiceConfigError);
+    expect(make).toThrow(message);
+    expect(make).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option }));
   });
 
   it("forwards refund, as a span of its own", async () => {
