@@ -106,10 +106,10 @@ describe('a server that refuses TIME: clock "server" fails naming the option, cl
   it("clock must be \"server\" or \"client\"", () => {
     const client = { evalsha: async () => 0, eval: async () => 0, del: async () => 0 };
     expect(() => new UpstashStore(client, { clock: "local" as never })).toThrow(SluiceConfigError);
-    expect(() => new UpstashStore(client, { clock: "local" as never })).toThrow('[sluice] [redis] UpstashStore: clock must be "server" or "client"; got "local"');
+    expect(() => new UpstashStore(client, { clock: "local" as never })).toThrow('[sluice] [redis] clock must be "server" or "client"; got "local"');
     expect(() => new RedisStore({ ...client, defineCommand: () => 0 } as never, { clock: 1 as never })).toThrow(
-      '[sluice] [redis] RedisStore: clock must be "server" or "client"; got 1',
+      '[sluice] [redis] clock must be "server" or "client"; got 1',
     );
-    expect(() => new UpstashStore(client, null as never)).toThrow("[sluice] [redis] UpstashStore options must be an object; got null");
+    expect(() => new UpstashStore(client, null as never)).toThrow("[sluice] [redis] options must be an object like { clock }; got null");
   });
 });

@@ -90,12 +90,12 @@ export class RedisStore extends ScriptStore {
    */
   constructor(client: RedisClientLike, options?: ScriptStoreOptions) {
     super();
-    this.clientClock = clientClockOption(options, "RedisStore");
+    this.clientClock = clientClockOption(options);
     if (typeof client !== "object" || client === null) {
-      throw new SluiceConfigError("[sluice] [redis] RedisStore needs an ioredis or node-redis client");
+      throw new SluiceConfigError(`[sluice] [redis] client must be an ioredis or node-redis client; got ${String(client)}`, { option: "client" });
     }
     if (isNodeRedis(client)) {
-      requireMethods(client, ["evalSha", "eval", "del"], "RedisStore", "a node-redis client");
+      requireMethods(client, ["evalSha", "eval", "del"], "client", "a node-redis client");
       this.transport = {
         client,
         evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
@@ -104,12 +104,7 @@ export class RedisStore extends ScriptStore {
         del: (keys) => client.del(keys),
       };
     } else {
-      requireMethods(
-        client,
-        ["evalsha", "eval", "del", "defineCommand"],
-        "RedisStore",
-        "an ioredis or node-redis client (for @upstash/redis use UpstashStore)",
-      );
+      requireMethods(client, ["evalsha", "eval", "del", "defineCommand"], "client", "an ioredis or node-redis client (for @upstash/redis use UpstashStore)");
       const io = client as IORedisLike;
       this.transport = {
         client: io,

@@ -54,16 +54,19 @@ export interface ScriptStoreOptions {
   clock?: RedisClock;
 }
 
-/** Validates the options object of a store's constructor; returns whether the client's clock is used. */
-export function clientClockOption(options: unknown, store: string): boolean {
+/**
+ * Validates the options object of a store's constructor (`SluiceConfigError` naming `options` or
+ * `clock`); returns whether the client's clock is used.
+ */
+export function clientClockOption(options: unknown): boolean {
   if (options === undefined) return false;
   if (typeof options !== "object" || options === null) {
-    throw new SluiceConfigError(`[sluice] [redis] ${store} options must be an object; got ${String(options)}`);
+    throw new SluiceConfigError(`[sluice] [redis] options must be an object like { clock }; got ${String(options)}`, { option: "options" });
   }
   const clock = (options as ScriptStoreOptions).clock;
   if (clock === undefined || clock === "server") return false;
   if (clock === "client") return true;
-  throw new SluiceConfigError(`[sluice] [redis] ${store}: clock must be "server" or "client"; got ${JSON.stringify(clock) ?? String(clock)}`);
+  throw new SluiceConfigError(`[sluice] [redis] clock must be "server" or "client"; got ${JSON.stringify(clock) ?? String(clock)}`, { option: "clock" });
 }
 
 /** @internal a store that runs the `decide` script generated for each namespace through a {@link Transport}. */
@@ -78,7 +81,7 @@ export abstract class ScriptStore implements Store {
 
   /** Checks the namespace as a `RateLimiter` would (prefix, tier, 1 to `MAX_POLICIES` policies), synchronously. */
   bind(namespace: StoreNamespace): BoundStore {
-    assertNamespace(namespace, `${this.storeName}.bind`);
+    assertNamespace(namespace, "redis");
     // the global is read on each call, so a test that mocks Date.now moves this clock too
     const clock = this[TEST_CLOCK] ?? (this.clientClock ? () => Date.now() : undefined);
     return new ScriptBinding(namespace, this.transport, clock, this.storeName);
@@ -274,11 +277,14 @@ function preview(reply: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
-/** Throws a config error unless `client` has every method in `methods`. */
-export function requireMethods(client: unknown, methods: string[], store: string, hint: string): void {
+/**
+ * Throws a `SluiceConfigError` naming `option` (the constructor's parameter: `"client"`, `"redis"`)
+ * unless `client` has every method in `methods`; `hint` says what it must be.
+ */
+export function requireMethods(client: unknown, methods: string[], option: string, hint: string): void {
   for (const method of methods) {
     if (typeof (client as Record<string, unknown> | null)?.[method] !== "function") {
-      throw new SluiceConfigError(`[sluice] [redis] ${store} needs ${hint}; the client has no ${method}() method`);
+      throw new SluiceConfigError(`[sluice] [redis] ${option} must be ${hint}; got a client without ${method}()`, { option });
     }
   }
 }

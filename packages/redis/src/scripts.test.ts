@@ -54,7 +54,7 @@ describe("decideScript", () => {
   it(`refuses more than core's MAX_POLICIES (${MAX_POLICIES}, the same on every store) with a clear error`, () => {
     expect(MAX_POLICIES).toBe(12);
     const many = Array.from({ length: MAX_POLICIES + 1 }, (_, i) => fixedWindow({ limit: 1, window: "1m", name: `p${i}` }));
-    expect(() => decideScript(many)).toThrow(/1 to 12 limits; got 13/);
+    expect(() => decideScript(many)).toThrow(/^\[sluice\] \[redis\] policies must hold 1 to 12 policies \(the same limit on every store\); got 13$/);
     expect(() => decideScript(many.slice(0, MAX_POLICIES))).not.toThrow();
   });
 

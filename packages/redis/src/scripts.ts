@@ -114,7 +114,9 @@ function prefixOf(policy: Policy, i: number): string {
  */
 export function decideScript(policies: readonly Policy[]): Script {
   if (policies.length === 0 || policies.length > MAX_POLICIES) {
-    throw new SluiceConfigError(`[sluice] [redis] a limiter takes 1 to ${MAX_POLICIES} limits; got ${policies.length}`);
+    throw new SluiceConfigError(`[sluice] [redis] policies must hold 1 to ${MAX_POLICIES} policies (the same limit on every store); got ${policies.length}`, {
+      option: "policies",
+    });
   }
   const names = policies.map((policy, k) => prefixOf(policy, k + 1));
   const parts = policies.map((policy, k) => luaOf(policy).part(policy, names[k]!, k + 1));

@@ -194,7 +194,7 @@ describe(`${MAX_POLICIES} policies of any kind run on Redis; ${MAX_POLICIES + 1}
     const [, store] = stores[0]!;
     const many = Array.from({ length: MAX_POLICIES + 1 }, (_, i) => fixedWindow({ limit: 1, window: "1m", name: `p${i}` }));
     expect(() => store.bind({ prefix: "p", policies: many })).toThrow(SluiceConfigError);
-    expect(() => store.bind({ prefix: "p", policies: many })).toThrow(/RedisStore\.bind: .*at most 12/);
+    expect(() => store.bind({ prefix: "p", policies: many })).toThrow(/^\[sluice\] \[redis\] policies must hold at most 12 policies/);
     expect(() => store.bind({ prefix: "has space", policies: many.slice(0, 1) })).toThrow(SluiceConfigError);
     expect(() => store.bind({ prefix: "p", policies: [] })).toThrow(SluiceConfigError);
   });

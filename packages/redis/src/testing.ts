@@ -17,12 +17,20 @@ import { type RedisClientLike, RedisStore } from "./redis-store.js";
 import { ScriptStore, TEST_CLOCK } from "./script-store.js";
 import { type UpstashRedisLike, UpstashStore } from "./upstash-store.js";
 
-function fence<S extends ScriptStore>(store: S, clock: () => number): S {
+function fence<S extends ScriptStore>(store: S, options: { clock: () => number }): S {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   if (env?.NODE_ENV === "production") {
-    throw new SluiceConfigError("[sluice] [redis] test stores with an injected clock refuse to run with NODE_ENV=production");
+    throw new SluiceConfigError('[sluice] [redis] NODE_ENV must not be "production" for a test store with an injected clock; got "production"', {
+      option: "NODE_ENV",
+    });
   }
-  if (typeof clock !== "function") throw new SluiceConfigError("[sluice] [redis] clock must be a function returning epoch ms");
+  if (typeof options !== "object" || options === null) {
+    throw new SluiceConfigError(`[sluice] [redis] options must be an object like { clock }; got ${String(options)}`, { option: "options" });
+  }
+  const { clock } = options;
+  if (typeof clock !== "function") {
+    throw new SluiceConfigError(`[sluice] [redis] clock must be a function returning epoch ms; got ${typeof clock}`, { option: "clock" });
+  }
   store[TEST_CLOCK] = clock;
   return store;
 }
@@ -37,7 +45,7 @@ function fence<S extends ScriptStore>(store: S, clock: () => number): S {
  * ```
  */
 export function createTestUpstashStore(redis: UpstashRedisLike, options: { clock: () => number }): UpstashStore {
-  return fence(new UpstashStore(redis), options.clock);
+  return fence(new UpstashStore(redis), options);
 }
 
 /**
@@ -49,5 +57,5 @@ export function createTestUpstashStore(redis: UpstashRedisLike, options: { clock
  * ```
  */
 export function createTestRedisStore(client: RedisClientLike, options: { clock: () => number }): RedisStore {
-  return fence(new RedisStore(client), options.clock);
+  return fence(new RedisStore(client), options);
 }

@@ -40,8 +40,8 @@ export class UpstashStore extends ScriptStore {
    */
   constructor(redis: UpstashRedisLike, options?: ScriptStoreOptions) {
     super();
-    this.clientClock = clientClockOption(options, "UpstashStore");
-    requireMethods(redis, ["evalsha", "eval", "del"], "UpstashStore", "an @upstash/redis client");
+    this.clientClock = clientClockOption(options);
+    requireMethods(redis, ["evalsha", "eval", "del"], "redis", "an @upstash/redis client");
     this.transport = {
       client: redis,
       evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),

@@ -111,7 +111,8 @@ export const str = (s: string): string => JSON.stringify(s);
 
 /** An integer constant, written out in full (String() never uses exponents below 1e21). */
 export const int = (n: number): string => {
-  if (!Number.isSafeInteger(n)) throw new SluiceConfigError(`[sluice] [redis] not a safe integer in a script: ${n}`);
+  // the factories allow only safe integers: this guards a policy made by hand
+  if (!Number.isSafeInteger(n)) throw new SluiceConfigError(`[sluice] [redis] policies must hold safe integers only; got ${n} in a script`, { option: "policies" });
   return String(n);
 };
 
