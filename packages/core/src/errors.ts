@@ -124,7 +124,7 @@ export class SluiceConfigError extends SluiceError {
   /** The option path the error is about, e.g. `"limit"`, `"limits[1]"`, `"tiers.pro.mode"`, `"block.base"`. */
   readonly option: string;
 
-  constructor(message: string, options?: SluiceOptionErrorOptions) {
+  constructor(message: string, options: SluiceOptionErrorOptions) {
     super(message, options);
     this.option = optionOf(options);
   }
@@ -149,12 +149,13 @@ export class SluiceInputError extends SluiceError {
   /** The argument path the error is about, e.g. `"key"`, `"cost"`, `"lease"`. */
   readonly option: string;
 
-  constructor(message: string, options?: SluiceOptionErrorOptions) {
+  constructor(message: string, options: SluiceOptionErrorOptions) {
     super(message, options);
     this.option = optionOf(options);
   }
 }
 
+/** The option as given; `""` when a caller in plain JavaScript gave none (an option-less error, never one of Sluice's own). */
 function optionOf(options: SluiceOptionErrorOptions | undefined): string {
   const option = options?.option;
   if (option === undefined) return "";

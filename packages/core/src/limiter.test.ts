@@ -34,8 +34,8 @@ const T0 = 1_700_000_022_000;
 
 describe("error classes", () => {
   it("share the SluiceError base, carry their names and the [sluice] prefix", () => {
-    const config = new SluiceConfigError("limit must be a positive safe integer; got 0");
-    const input = new SluiceInputError("key must be a non-empty string");
+    const config = new SluiceConfigError("limit must be a positive safe integer; got 0", { option: "limit" });
+    const input = new SluiceInputError("key must be a non-empty string", { option: "key" });
     const base = new SluiceError("oops");
     for (const error of [config, input, base]) {
       expect(error).toBeInstanceOf(SluiceError);
@@ -46,7 +46,7 @@ describe("error classes", () => {
     expect([base.name, config.name, input.name]).toEqual(["SluiceError", "SluiceConfigError", "SluiceInputError"]);
     expect(config.message).toBe("[sluice] limit must be a positive safe integer; got 0");
     expect(input.message).toBe("[sluice] key must be a non-empty string");
-    expect(new SluiceConfigError("[sluice] [redis] no client").message).toBe("[sluice] [redis] no client");
+    expect(new SluiceConfigError("[sluice] [redis] client must be …", { option: "client" }).message).toBe("[sluice] [redis] client must be …");
     expect(String(config)).toBe("SluiceConfigError: [sluice] limit must be a positive safe integer; got 0");
   });
 
@@ -54,20 +54,20 @@ describe("error classes", () => {
     const second = "./errors.js?second-copy"; // another query string: Vite loads the module again
     const copy = (await import(/* @vite-ignore */ second)) as typeof import("./errors.js");
     expect(copy.SluiceConfigError).not.toBe(SluiceConfigError);
-    const config = new copy.SluiceConfigError("x");
-    const input = new copy.SluiceInputError("x");
+    const config = new copy.SluiceConfigError("x", { option: "x" });
+    const input = new copy.SluiceInputError("x", { option: "x" });
     expect(config).toBeInstanceOf(SluiceConfigError);
     expect(config).toBeInstanceOf(SluiceError);
     expect(config).not.toBeInstanceOf(SluiceInputError);
     expect(input).toBeInstanceOf(SluiceInputError);
     expect(new copy.SluiceTimeoutError("x")).toBeInstanceOf(SluiceTimeoutError);
     expect(new copy.SluiceStoreError("x")).toBeInstanceOf(SluiceStoreError);
-    expect(new SluiceInputError("x")).toBeInstanceOf(copy.SluiceInputError);
+    expect(new SluiceInputError("x", { option: "x" })).toBeInstanceOf(copy.SluiceInputError);
     // a plain Error named like one is not one, and a subclass of yours keeps the ordinary check
     expect(Object.assign(new Error("x"), { name: "SluiceConfigError" })).not.toBeInstanceOf(SluiceConfigError);
     class MyError extends SluiceConfigError {}
-    expect(new MyError("x")).toBeInstanceOf(SluiceConfigError);
-    expect(new MyError("x")).toBeInstanceOf(copy.SluiceConfigError);
+    expect(new MyError("x", { option: "x" })).toBeInstanceOf(SluiceConfigError);
+    expect(new MyError("x", { option: "x" })).toBeInstanceOf(copy.SluiceConfigError);
     expect(config).not.toBeInstanceOf(MyError);
     expect(Object.keys(config)).toEqual(Object.keys(new Error("x")).concat("name", "code", "option"));
   });
@@ -809,11 +809,11 @@ describe("onStoreError", () => {
   it.each(["fallback", "allow", "deny"] as const)("SluiceInputError and SluiceConfigError from the store are never swallowed (%s)", async (onStoreError) => {
     const { store, limiter, failures } = setup({ onStoreError });
     store.mode = "reject";
-    store.error = new SluiceInputError("[sluice] [redis] key too long");
+    store.error = new SluiceInputError("[sluice] [redis] key must be shorter", { option: "key" });
     await expect(limiter.limit("k")).rejects.toBe(store.error);
     store.mode = "throw";
     await expect(limiter.peek("k")).rejects.toBe(store.error);
-    store.error = new SluiceConfigError("[sluice] [redis] script missing");
+    store.error = new SluiceConfigError("[sluice] [redis] policies must be …", { option: "policies" });
     await expect(limiter.limit("k")).rejects.toBe(store.error);
     expect(failures).toEqual([]);
   });

@@ -55,16 +55,18 @@ describe("the Redis stores name each option they refuse", () => {
 });
 
 describe("the test stores' production fence", () => {
-  const before = process.env.NODE_ENV;
+  // process.env, writable (some type packages declare NODE_ENV read-only)
+  const env = process.env as Record<string, string | undefined>;
+  const before = env.NODE_ENV;
   afterEach(() => {
-    process.env.NODE_ENV = before;
+    env.NODE_ENV = before;
   });
 
   it.each([
     ["createTestUpstashStore", () => createTestUpstashStore(upstash, { clock: () => 0 })],
     ["createTestRedisStore", () => createTestRedisStore(ioredis as never, { clock: () => 0 })],
   ])("%s refuses NODE_ENV=production, naming NODE_ENV", (_label, make) => {
-    process.env.NODE_ENV = "production";
+    env.NODE_ENV = "production";
     expectOption(make, "NODE_ENV", '[sluice] [redis] NODE_ENV must not be "production" for a test store with an injected clock');
   });
 });
