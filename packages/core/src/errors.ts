@@ -30,7 +30,8 @@
  * Where an error records the Sluice classes it belongs to (most derived first), so that `instanceof`
  * answers the same across two copies of this module: the ESM and CommonJS builds loaded side by
  * side, or an entry point (`@sluice/core/store`) bundled with its own copy. `Symbol.for` gives every
- * copy the same key.
+ * copy the same key; `@sluice/client`, which depends on nothing, marks its option errors with it
+ * too (`["SluiceConfigError", "SluiceError"]`).
  */
 const CLASSES: unique symbol = Symbol.for("@sluice/core:error-classes") as never;
 
