@@ -352,6 +352,13 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       for (const method of ["refund", "release"] as const) {
         if (typeof bound[method] !== "function") delete (wrapped as Partial<BoundStore>)[method];
       }
+      // the default timeout asks the store whether it is busy rather than hung (the Redis stores
+      // answer): the wrapper must not hide that, or a traced limiter falls back where an untraced
+      // one would have waited
+      if (typeof bound.extendTimeout === "function") {
+        const extend = bound.extendTimeout;
+        wrapped.extendTimeout = (waitedMs, timeoutMs) => extend.call(bound, waitedMs, timeoutMs);
+      }
       return wrapped;
     },
   };

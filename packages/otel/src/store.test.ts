@@ -322,3 +322,40 @@ describe("instrumentStore's arguments", () => {
     ]);
   });
 });
+
+describe("instrumentStore keeps the store's extendTimeout", () => {
+  const namespace: StoreNamespace = { prefix: "ext", policies: [fixedWindow({ limit: 1, window: "1m" })] };
+
+  it("passes the default timeout's question on to a store that answers it (a busy Redis is waited for when traced too)", () => {
+    const asked: [number, number][] = [];
+    const inner: Store = {
+      bind(ns) {
+        const bound = new MemoryStore().bind(ns);
+        return {
+          ...bound,
+          consume: bound.consume.bind(bound),
+          peek: bound.peek.bind(bound),
+          reset: bound.reset.bind(bound),
+          refund: bound.refund.bind(bound),
+          release: bound.release.bind(bound),
+          extendTimeout(waitedMs: number, timeoutMs: number) {
+            asked.push([waitedMs, timeoutMs]);
+            return waitedMs < 3000 ? 1000 : 0;
+          },
+        };
+      },
+    };
+    const wrapped = instrumentStore(inner, providers).bind(namespace);
+    expect(wrapped.extendTimeout?.(1000, 1000)).toBe(1000);
+    expect(wrapped.extendTimeout?.(5000, 1000)).toBe(0);
+    expect(asked).toEqual([
+      [1000, 1000],
+      [5000, 1000],
+    ]);
+  });
+
+  it("adds none to a store that has none (its default timeout stays a hard limit)", () => {
+    const wrapped = instrumentStore(new MemoryStore(), providers).bind(namespace);
+    expect(wrapped.extendTimeout).toBeUndefined();
+  });
+});
