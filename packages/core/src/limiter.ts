@@ -4,6 +4,7 @@ import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.
 import { MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceInputError, SluiceStoreError, SluiceTimeoutError, describe } from "./errors.js";
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
+import { FallbackLeases, leaseIdOf, newLeaseId } from "./leases.js";
 import { MemoryBinding, MemoryStore } from "./memory-store.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
@@ -124,38 +125,8 @@ export interface RefundOptions {
   decision?: Decision;
 }
 
-/** One buffer for every lease id drawn (ids are drawn synchronously, one at a time). */
-const LEASE_WORDS = new Uint32Array(2);
-
-/**
- * A fresh lease id: a random positive safe integer (53 bits from `crypto.getRandomValues`,
- * available in every runtime Sluice runs on), so two requests of a key never share one.
- */
-function newLeaseId(): number {
-  crypto.getRandomValues(LEASE_WORDS);
-  const id = ((LEASE_WORDS[0] as number) & 0x1f_ffff) * 0x1_0000_0000 + (LEASE_WORDS[1] as number);
-  return id === 0 ? 1 : id;
-}
-
-/** A set that keeps at most `max` values, forgetting the oldest first. */
-class BoundedSet<T> {
-  readonly #values = new Set<T>();
-  constructor(readonly max: number) {}
-  add(value: T): void {
-    if (this.#values.size >= this.max) this.#values.delete(this.#values.values().next().value as T);
-    this.#values.add(value);
-  }
-  /** Removes `value`; whether it was there. */
-  delete(value: T): boolean {
-    return this.#values.delete(value);
-  }
-}
-
 /** What a bound namespace must answer (`BoundStore`, without the optional `extendTimeout`). */
 const BOUND_STORE_METHODS = ["consume", "peek", "reset", "refund", "release"] as const;
-
-/** The lease decimal forms `limit()` hands out: a positive safe integer without leading zeros. */
-const LEASE_TEXT = /^[1-9][0-9]{0,15}$/;
 
 export { assertKey };
 /** The default `timeoutMs` of a limiter over an asynchronous store. */
@@ -275,7 +246,7 @@ export class RateLimiter {
    * there): releasing one succeeds even while the store is still down. Bounded: the oldest ids are
    * forgotten first (a forgotten one is still freed by the fallback, or expires).
    */
-  readonly #fallbackLeases = new BoundedSet<number>(10_000);
+  readonly #fallbackLeases = new FallbackLeases(10_000);
 
   constructor(options: RateLimiterOptions) {
     if (typeof options !== "object" || options === null) {
@@ -562,23 +533,8 @@ export class RateLimiter {
    */
   async release(key: string, lease: string | Decision): Promise<Decision> {
     assertKey(key);
-    let text: unknown = lease;
-    if (typeof lease === "object" && lease !== null) {
-      if (typeof lease.now !== "number") {
-        throw new SluiceInputError(`lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(lease)}`, {
-          option: "lease",
-        });
-      }
-      text = lease.lease;
-      if (text === undefined) return this.peek(key);
-    }
-    if (typeof text !== "string" || !LEASE_TEXT.test(text) || !Number.isSafeInteger(Number(text))) {
-      throw new SluiceInputError(`lease must be a Decision from limit() or its lease string (a positive integer); got ${describe(text)}`, {
-        option: "lease",
-      });
-    }
-    if (!this.#concurrent) return this.peek(key);
-    const id = Number(text);
+    const id = leaseIdOf(lease);
+    if (id === undefined || !this.#concurrent) return this.peek(key);
     this.#forgetDenial(key);
     // a lease the fallback store acquired while the store was down lives there: freed there
     const inFallback = this.#fallbackLeases.delete(id);
