@@ -125,12 +125,14 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     let sql: SqlStorage | undefined;
     try {
       sql = ctx.storage.sql;
+      // a key-value-backed object has the API but refuses to run anything: find out now, not at the first call
+      sql.exec("SELECT 1");
     } catch {
       sql = undefined;
     }
     if (sql === undefined || typeof sql.exec !== "function") {
       throw new SluiceConfigError(
-        '[sluice] [cloudflare] new_sqlite_classes must list SluiceLimiter in the migration that creates it (wrangler.toml [[migrations]] new_sqlite_classes = ["SluiceLimiter"]): it needs SQLite-backed storage; got an object without ctx.storage.sql',
+        '[sluice] [cloudflare] new_sqlite_classes must list SluiceLimiter in the migration that creates it (wrangler.toml [[migrations]] new_sqlite_classes = ["SluiceLimiter"]): it needs SQLite-backed storage; got one whose storage runs no SQL',
         { option: "new_sqlite_classes" },
       );
     }

@@ -190,6 +190,18 @@ describe("the test-clock fence", () => {
   });
 });
 
+describe("an object without SQLite storage", () => {
+  it("refuses to start, naming new_sqlite_classes: every call fails as a store failure, with that message", async () => {
+    const { url } = await start({ testClock: true, sqlite: false });
+    const policies = JSON.stringify([specOf(fixedWindow({ limit: 3, window: "1m", name: "w" }))]);
+    const call = { prefix: "kv", key: "k", policies, cost: 1, nowMs: T0 };
+    const response = await fetch(new URL("/raw", url), { method: "POST", body: JSON.stringify({ method: "consume", name: "kv", call }) });
+    expect(response.status).toBe(500);
+    const { error } = (await response.json()) as { error: { message: string } };
+    expect(error.message).toContain('[sluice] [cloudflare] new_sqlite_classes must list SluiceLimiter in the migration that creates it');
+  });
+});
+
 describe("the object validates what it is sent", () => {
   let url: string;
   beforeAll(async () => {

@@ -15,17 +15,18 @@ export const WORKER_NAME = "sluice-test";
 
 /**
  * Starts Miniflare with a single Worker built from `entry` (a path relative to this folder), its
- * `SLUICE` binding to the SQLite-backed `SluiceLimiter`. Storage goes to `persistTo` (kept), or to
- * a fresh directory that `stop()` deletes.
+ * `SLUICE` binding to the SQLite-backed `SluiceLimiter` (`sqlite: false`: a key-value-backed one,
+ * which the object refuses). Storage goes to `persistTo` (kept), or to a fresh directory that
+ * `stop()` deletes.
  */
 export function startWorker(
   entry: string,
-  options: { testClock?: boolean; persistTo?: string; bindings?: Record<string, string> } = {},
+  options: { testClock?: boolean; persistTo?: string; bindings?: Record<string, string>; sqlite?: boolean } = {},
 ): Promise<StartedWorker> {
   return startTestWorker({
     entry: new URL(entry, import.meta.url),
     name: WORKER_NAME,
-    durableObjects: { SLUICE: { className: "SluiceLimiter", useSQLite: true } },
+    durableObjects: { SLUICE: { className: "SluiceLimiter", useSQLite: options.sqlite ?? true } },
     bindings: { ...(options.testClock ? { SLUICE_ALLOW_TEST_CLOCK: "true" } : {}), ...options.bindings },
     ...(options.persistTo === undefined ? {} : { persistTo: options.persistTo }),
     // lets tests read an object's SQLite tables (mf.unsafeGetDurableObjectStorage)
