@@ -108,16 +108,7 @@ function blockedNow(layout: Layout, num: Float64Array, base: number, obj: unknow
  * consume (a concurrency policy acquires `lease`); otherwise none does, and the policies that would
  * have allowed report their state now.
  */
-export function consumeAll(
-  layout: Layout,
-  num: Float64Array,
-  base: number,
-  obj: unknown[],
-  oBase: number,
-  nowUs: number,
-  cost: number,
-  lease = 0,
-): PolicyResult[] {
+export function consumeAll(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, cost: number, lease = 0): PolicyResult[] {
   const policies = layout.policies;
   const { numOffsets, objOffsets } = layout;
   if (layout.hasBlock) {

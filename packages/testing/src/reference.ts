@@ -8,7 +8,7 @@
  *
  * Time is whole milliseconds (the stores' test clocks are ms).
  */
-import type { Policy, PolicyResult } from "@sluice/core";
+import type { Decision, Policy, PolicyResult } from "@sluice/core";
 import { blockDurationMs } from "@sluice/core/store";
 import { type Model, type ModelCharge, modelOf } from "./algorithms/index.js";
 
@@ -256,18 +256,9 @@ function combine(results: PlainDecision["policies"], nowMs: number): PlainDecisi
 }
 
 /** A `Decision` as plain JSON-able data (Infinity → null, no `pending`), for comparisons and vectors. */
-export function plain(decision: {
-  allowed: boolean;
-  now: number;
-  limit: number;
-  remaining: number;
-  resetAt: number;
-  retryAfterMs: number;
-  delayMs: number;
-  policy: string;
-  reason: string;
-  policies: PolicyResult[];
-}): PlainDecision {
+export function plain(
+  decision: Pick<Decision, "allowed" | "now" | "limit" | "remaining" | "resetAt" | "retryAfterMs" | "delayMs" | "policy" | "policies"> & { reason: string },
+): PlainDecision {
   const fin = (x: number) => (x === Infinity ? null : x);
   return {
     allowed: decision.allowed,

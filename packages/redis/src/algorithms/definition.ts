@@ -118,3 +118,10 @@ export const int = (n: number): string => {
 
 /** Lua text with every line indented by `by`. */
 export const indent = (text: string, by: string): string => text.replace(/^/gm, by);
+
+/** What the three window kinds' Lua share: no marks, no leases, and `limit` as the largest cost. */
+export const windowLua = {
+  marks: false,
+  leases: false,
+  maxCost: (policy: { readonly limit: number }): number => policy.limit,
+} as const;

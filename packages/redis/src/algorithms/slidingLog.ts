@@ -8,12 +8,10 @@
  */
 import type { SlidingLogPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, int, str } from "./definition.js";
+import { type LuaAlgorithm, int, str, windowLua } from "./definition.js";
 
 export const slidingLogLua: LuaAlgorithm<SlidingLogPolicy> = {
-  marks: false,
-  leases: false,
-  maxCost: (policy) => policy.limit,
+  ...windowLua,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
     const L = int(policy.limit);

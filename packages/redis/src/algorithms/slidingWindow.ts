@@ -7,12 +7,10 @@
  */
 import type { SlidingWindowPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, indent, int, str } from "./definition.js";
+import { type LuaAlgorithm, indent, int, str, windowLua } from "./definition.js";
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
-  marks: false,
-  leases: false,
-  maxCost: (policy) => policy.limit,
+  ...windowLua,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
     const L = int(policy.limit);
