@@ -28,6 +28,7 @@
  * export function guarded(handler: (...args: [...Args, decision: Decision | undefined]) => Promise<Response>, options: PipelineOptions<Args>) {
  *   const { handle } = createPipeline<Args>(options, {
  *     where: "guarded",
+ *     tag: "my-adapter", // errors read "[sluice] [my-adapter] key must be …"
  *     params: "request, env, ctx",
  *     request: (request) => request,
  *     waitUntil: (_request, _env, ctx) => (promise) => ctx.waitUntil(promise),
