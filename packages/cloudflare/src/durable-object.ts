@@ -25,8 +25,7 @@
  *
  * @module
  */
-import { type Policy, SluiceInputError } from "@sluice/core";
-import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
+import { type Policy, SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
 import {
   type StateDecision,
   type StoreResult,
