@@ -426,8 +426,11 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLi
       const until = t + Math.min(seconds * 1000, maxWaitMs);
       const old = state.budgets.get(key);
       updated.add(key);
-      // while an earlier word is in force, a looser one may be a reordered, older answer: keep the tighter
-      if (old !== undefined && !old.probe && t < old.until && old.left <= left) continue;
+      // while an earlier word is in force, a looser one (more left) may be a reordered, older
+      // answer: keep the tighter. An answer that leaves as much as the budget does is news: its
+      // time wins (each answer counts the request it answers, so equal is the common case, and a
+      // word whose time was capped at maxWaitMs must give way to the next answer's own time)
+      if (old !== undefined && !old.probe && t < old.until && old.left < left) continue;
       // most recently updated last: the least recently updated is forgotten first
       state.budgets.delete(key);
       state.budgets.set(key, { left, until, probe: false });
