@@ -5,7 +5,7 @@
  * per key, and with keys sharded over a few objects. The decisions are made by a Worker inside
  * workerd (`worker/do-worker.ts`): 50 callers in flight, each awaiting one decision at a time, the way
  * concurrent requests of one Worker isolate call the objects. Contenders alternate in rounds
- * (`lib/harness.ts`); ratios are medians of per-round ratios with min–max.
+ * (`lib/harness.ts`); ratios are medians of per-round ratios with the 95% interval of the median (`lib/stats.ts`).
  *
  * @module
  */
@@ -36,12 +36,16 @@ export interface DoBenchOptions extends ThroughputOptions {
 }
 
 export const DEFAULT_DO_OPTIONS: DoBenchOptions = {
-  // 14 rounds of ~200 ms rather than 7 of ~400 ms: the same time, and a min–max over more of the
-  // machine's spread (as in the HTTP section), so a ratio printed as stable is one the next run gets
+  // 14 rounds of ~200 ms rather than 7 of ~400 ms: the same time, and more rounds for the interval
+  // of the median to stand on (as in the HTTP section)
   rounds: 14,
   warmupMs: 500,
   targetRoundMs: 200,
   slices: 2,
+  // adaptive rounds: up to 20 while the ratio to the counter object is unstable, ~3 s of rounds
+  stableAgainst: [CEILING],
+  maxRounds: 20,
+  budgetMs: 3_000,
   inFlight: 50,
   scenarios: [
     { keys: 1, shards: 0 },

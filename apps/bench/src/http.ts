@@ -11,7 +11,9 @@
  * bare app with each other app — bare, A, bare, B, bare, … — in short autocannon runs (the others'
  * order rotating by round), and an app's per-round ratio is its run against the mean of the bare
  * runs just before and after it, so the load of that moment hits both; a ratio is the median of
- * the per-round ratios, with min–max, and is printed as unstable when its spread exceeds ±10%. The server's own CPU time per request (user + system, read over IPC around
+ * the per-round ratios, with the 95% confidence interval of that median (order statistics, `lib/stats.ts`), and is
+ * printed as unstable when the interval leaves ±5% of the median; while an app's ratio is unstable the scenario adds
+ * rounds (up to `maxRounds`, within `extraSeconds`). The server's own CPU time per request (user + system, read over IPC around
  * each round, outside it) is reported beside: with both cores busy, req/s goes as the inverse of
  * the total CPU per request, and the server's part is what a middleware adds.
  *
@@ -36,13 +38,21 @@ export interface HttpBenchOptions {
   roundSeconds: number;
   /** Warm-up run per contender and scenario, in seconds. */
   warmupSeconds: number;
+  /**
+   * Adaptive rounds: after `rounds`, rounds are added while any app's req/s ratio to the bare app is
+   * unstable (see `lib/stats.ts`), up to this many rounds in all.
+   * @default rounds
+   */
+  maxRounds?: number;
+  /** The time the added rounds of one scenario may take, in seconds: none starts after it. @default 0 */
+  extraSeconds?: number;
   /** Contenders (default: all of {@link HTTP_CONTENDERS}); the bare app is always measured. */
   contenders?: string[];
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
 
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 14, roundSeconds: 0.4, warmupSeconds: 0.4 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 14, roundSeconds: 0.4, warmupSeconds: 0.4, maxRounds: 18, extraSeconds: 15 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.8, vsHonoRateLimiter: 1.25 } as const;
@@ -227,7 +237,13 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
       // bare app's runs just before and just after it (the others' order rotating by round)
       const runs: Run[][] = servers.map(() => []);
       const bareAround: Run[][] = servers.map(() => []);
-      for (let round = 0; round < options.rounds; round++) {
+      const settledNow = () =>
+        servers.every((_, i) => i === 0 || ratioStat(perRoundRatios((runs[i] as Run[]).map((r) => r.rps), (bareAround[i] as Run[]).map((r) => r.rps))).stable);
+      const maxRounds = Math.max(options.rounds, options.maxRounds ?? options.rounds);
+      let deadline = Infinity;
+      for (let round = 0; round < maxRounds; round++) {
+        if (round === options.rounds) deadline = performance.now() + (options.extraSeconds ?? 0) * 1000;
+        if (round >= options.rounds && (settledNow() || performance.now() >= deadline)) break;
         const at = (i: number) => (servers[i] as Server[])[round % 2] as Server;
         const bare = at(0);
         const roundBare: Run[] = [];
@@ -323,7 +339,7 @@ export function formatHttpReport(report: HttpBenchReport): string {
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; 1-minute load average ${m.loadAvgStart} at start, ${m.loadAvgEnd ?? "?"} at end.`,
     `Each app in its own process; autocannon in the bench process. ${o.rounds} rounds of ${o.roundSeconds} s per app and scenario,`,
-    "interleaved; ratios are medians of per-round ratios to the bare app (min–max); a spread beyond ±10% prints as unstable.",
+    "interleaved (more while a ratio is unstable); ratios are medians of per-round ratios to the bare app (95% interval of the median); an interval beyond ±5% prints as unstable.",
     "",
   ];
   for (const s of report.scenarios) out.push(`## ${s.connections} connections`, "", httpTable(s), "");

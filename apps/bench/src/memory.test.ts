@@ -79,16 +79,17 @@ describe("harness", () => {
     expect(roundOps(0.2)).toBe(1);
   });
 
-  it("reports a ratio as the median of per-round ratios with min–max, unstable beyond ±10%", () => {
-    const steady = pairedStat([10, 11, 12], [10, 10, 10]);
-    expect(steady).toEqual({ median: 1.1, min: 1, max: 1.2, rounds: 3, stable: true });
-    expect(formatStat(steady)).toBe("1.10× (1.00–1.20)");
-    const jumpy = ratioStat([1, 1.5, 0.8]);
+  it("reports a ratio as the median of per-round ratios with the 95% interval of the median, unstable beyond ±5%", () => {
+    // 6 rounds: the 95% interval is the whole range
+    const steady = pairedStat([10, 10.2, 10.4, 10.6, 10.8, 11], [10, 10, 10, 10, 10, 10]);
+    expect(steady).toEqual({ median: 1.05, low: 1, high: 1.1, confidence: 62 / 64, min: 1, max: 1.1, rounds: 6, stable: true });
+    expect(formatStat(steady)).toBe("1.05× (1.00–1.10)");
+    const jumpy = ratioStat([1, 1.5, 0.8, 1, 1, 1]);
     expect(jumpy.stable).toBe(false);
     expect(formatStat(jumpy)).toBe("unstable (0.80–1.50)");
-    // two runs agree when both are stable and within ±10% of each other
-    expect(agrees(steady, ratioStat([1.15, 1.2, 1.25]))).toBe(true);
-    expect(agrees(steady, ratioStat([1.3, 1.3, 1.3]))).toBe(false);
+    // two runs agree when both are stable and within ±5% of each other
+    expect(agrees(steady, ratioStat([1.06, 1.07, 1.08, 1.09, 1.1, 1.11]))).toBe(true);
+    expect(agrees(steady, ratioStat([1.3, 1.3, 1.3, 1.3, 1.3, 1.3]))).toBe(false);
     expect(agrees(jumpy, steady)).toBe(false);
     expect(agrees(undefined, steady)).toBe(false);
   });

@@ -67,6 +67,11 @@ export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   targetRoundMs: 100,
   slices: 5,
   processes: 3,
+  // adaptive rounds: each process adds rounds (up to 11) until its ratios to rate-limiter-flexible
+  // and the floor are stable, within ~2 s of rounds
+  stableAgainst: [RLF, FLOOR],
+  maxRounds: 11,
+  budgetMs: 2_000,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };
@@ -96,7 +101,7 @@ export interface ThroughputRow {
   readonly vsClockFloor: number;
   /** Empty for the baselines. */
   readonly targets: Target[];
-  /** The same ratios with their spread over rounds (min–max, stable within ±10% or not). */
+  /** The same ratios with their spread over rounds (the 95% interval of the median, stable within ±5% or not). */
   readonly stats: { readonly vsRlf: RatioStat; readonly vsFloor: RatioStat; readonly vsClockFloor: RatioStat };
   /** Every process's raw result for this contender. */
   readonly runs: ThroughputResult[];
@@ -178,6 +183,9 @@ export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMOR
     ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
     ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
     ...(options.slices !== undefined ? { slices: options.slices } : {}),
+    ...(options.stableAgainst !== undefined ? { stableAgainst: options.stableAgainst } : {}),
+    ...(options.maxRounds !== undefined ? { maxRounds: options.maxRounds } : {}),
+    ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}),
   };
 
   const byScenario = new Map<ScenarioId, Map<Algorithm, ScenarioMeasurement[]>>();

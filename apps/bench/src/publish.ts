@@ -47,10 +47,10 @@ export interface Figure {
 /** A figure with the previous run's value of the same id. */
 export interface ComparedFigure extends Figure {
   readonly previous?: RatioStat;
-  /** Both runs stable and within ±10% of each other. */
+  /** Both runs stable and within ±5% of each other. */
   readonly agrees: boolean;
   /**
-   * Stable in at least one of the two runs, and the two medians within ±10% of each other: what
+   * Stable in at least one of the two runs, and the two medians within ±5% of each other: what
    * a reader who reruns the bench gets for a figure one run printed as stable. `undefined` when
    * neither run printed it as stable (or there is no previous run).
    */
@@ -122,9 +122,21 @@ export function figures(run: BenchRun): Figure[] {
   return out;
 }
 
+/**
+ * A previous run's figure as this version reads it. A figure written before the interval of the
+ * median existed (no `low`/`high`: its stability was decided by another rule, every round within
+ * ±10%) keeps its median and shows its min–max, but counts as unstable: it was never shown stable
+ * by the rule this run applies.
+ */
+export function previousFigure(f: Figure): Figure {
+  const s = f.stat as Partial<RatioStat> & Pick<RatioStat, "median" | "min" | "max" | "rounds">;
+  if (typeof s.low === "number" && typeof s.high === "number") return f;
+  return { ...f, stat: { median: s.median, low: s.min, high: s.max, confidence: 0, min: s.min, max: s.max, rounds: s.rounds, stable: false } };
+}
+
 /** The figures of `run` beside those of the previous run (matched by id). */
 export function compare(current: readonly Figure[], previous: readonly Figure[] | undefined): ComparedFigure[] {
-  const before = new Map((previous ?? []).map((f) => [f.id, f.stat]));
+  const before = new Map((previous ?? []).map((f) => [f.id, previousFigure(f).stat]));
   return current.map((f) => {
     const prev = before.get(f.id);
     const either = prev !== undefined && (prev.stable || f.stat.stable);
@@ -184,9 +196,11 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     "",
     "Written by `pnpm bench` (apps/bench); do not edit by hand. Figures are **ratios measured in the same run**: every",
     "comparison runs its contenders in alternating short rounds in one process (ABAB…, the starting contender rotating,",
-    "at least 7 rounds after a warm-up), and a ratio is the **median of the per-round ratios**, with their min–max. A",
-    `ratio whose rounds spread beyond ±${STABLE_SPREAD * 100}% of its median is printed as **unstable** and is not a figure to quote.`,
-    "The previous run's value stands beside each ratio; ✓ marks a ratio stable in both runs and within ±10% of it.",
+    "at least 7 rounds after a warm-up), and a ratio is the **median of the per-round ratios**, shown with a",
+    "distribution-free 95% confidence interval of that median (two order statistics of the rounds: for 14 rounds the 3rd",
+    `and 12th). A ratio is **stable** when that interval lies within ±${STABLE_SPREAD * 100}% of its median; while one is not, the bench adds rounds`,
+    "(within each section's time budget). An unstable ratio is printed as such, with its interval, and is not a figure to quote.",
+    `The previous run's value stands beside each ratio; ✓ marks a ratio stable in both runs and within ±${STABLE_SPREAD * 100}% of it.`,
     "",
     `- Date: ${run.date}; the whole run took ${Math.round(run.durationS)} s.`,
     `- Machine: ${m.cores} × ${m.cpu}, Node ${m.node}; shared with other work, so the 1-minute load average is recorded: ${[
@@ -202,9 +216,9 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     `- Stability: ${stable.length} of ${figs.length} ratios stable in this run; ${
       previousDate === undefined
         ? "no previous run to compare with"
-        : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±10% (✓); of the ${either.length} stable in either run, ${
+        : `${agreeing.length} of the ${compared.length} stable in both this run and the previous one (${previousDate}) agree within ±5% (✓); of the ${either.length} stable in either run, ${
             either.length - notReproduced.length
-          } came out within ±10% of the other run's median${notReproduced.length === 0 ? "" : ` and ${notReproduced.length} did not: ${notReproduced.map((f) => `${f.id} (${formatStat(f.previous as RatioStat)} then ${formatStat(f.stat)}, medians ${medianText(f.previous as RatioStat)} then ${medianText(f.stat)})`).join("; ")}`}`
+          } came out within ±5% of the other run's median${notReproduced.length === 0 ? "" : ` and ${notReproduced.length} did not: ${notReproduced.map((f) => `${f.id} (${formatStat(f.previous as RatioStat)} then ${formatStat(f.stat)}, medians ${medianText(f.previous as RatioStat)} then ${medianText(f.stat)})`).join("; ")}`}`
     }.${otherMachine(m, previousMachine)}`,
     "",
   ];
@@ -419,9 +433,9 @@ const SECTION_LABEL: Record<Figure["section"], string> = { http: "HTTP", memory:
 
 /**
  * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the
- * ratios stable in this run and the previous one and within ±10% of it (✓: the figures the README
+ * ratios stable in this run and the previous one and within ±5% of it (✓: the figures the README
  * may quote), each labelled with its scenario and baseline; then one panel per section with its
- * headline ratios, an unstable one grey and labelled with its min–max only.
+ * headline ratios, an unstable one grey and labelled with its interval only.
  */
 export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly agrees?: boolean })[]): string {
   const panels: { title: string; items: Figure[]; label: (f: Figure) => string }[] = [];
@@ -429,7 +443,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
     if (items.length > 0) panels.push({ title, items, label });
   };
   add(
-    "Stable in this run and the previous one, within ±10% of it (✓)",
+    "Stable in this run and the previous one, within ±5% of it (✓)",
     figs.filter((f) => f.agrees === true),
     (f) => `${SECTION_LABEL[f.section]}, ${f.scenario}: ${f.contender} ÷ ${f.against}`,
   );
@@ -468,9 +482,9 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
       const x0 = x(0.1);
       const xv = x(f.stat.median);
       parts.push(`<rect x="${x0}" y="${y + 3}" width="${Math.max(1, xv - x0)}" height="${rowH - 6}" class="${f.stat.stable ? (f.stat.median >= 1 ? "up" : "down") : "unstable"}"/>`);
-      parts.push(`<line x1="${x(f.stat.min)}" x2="${x(f.stat.max)}" y1="${cy}" y2="${cy}" class="w"/>`);
-      const text = f.stat.stable ? `${f.stat.median.toFixed(2)}×` : `unstable (${f.stat.min.toFixed(2)}–${f.stat.max.toFixed(2)})`;
-      parts.push(`<text x="${Math.max(xv, x(f.stat.max)) + 6}" y="${cy + 4}" class="v">${esc(text)}</text>`);
+      parts.push(`<line x1="${x(f.stat.low)}" x2="${x(f.stat.high)}" y1="${cy}" y2="${cy}" class="w"/>`);
+      const text = f.stat.stable ? `${f.stat.median.toFixed(2)}×` : `unstable (${f.stat.low.toFixed(2)}–${f.stat.high.toFixed(2)})`;
+      parts.push(`<text x="${Math.max(xv, x(f.stat.high)) + 6}" y="${cy + 4}" class="v">${esc(text)}</text>`);
       y += rowH;
     }
     parts.push(`<line x1="${x(1)}" x2="${x(1)}" y1="${top}" y2="${y}" class="one"/>`);
@@ -485,7 +499,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif">`,
     "<style>.h{font-size:13px;font-weight:600;fill:#222}.l{font-size:12px;fill:#333}.v{font-size:11px;fill:#333}.a{font-size:10px;fill:#666}.g{stroke:#eee}.one{stroke:#444;stroke-dasharray:3 2}.up{fill:#2f7d4f}.down{fill:#4a78b5}.unstable{fill:#ccc}.w{stroke:#111;stroke-width:1}</style>",
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
-    `<text x="10" y="20" class="h">Sluice benchmarks: ratios in the same run (median of interleaved rounds, min–max whiskers; grey = unstable, spread beyond ±10%)</text>`,
+    `<text x="10" y="20" class="h">Sluice benchmarks: ratios in the same run (median of interleaved rounds, whiskers: its 95% interval; grey = unstable, interval beyond ±5%)</text>`,
     `<text x="10" y="34" class="a">${esc(`${run.date.slice(0, 10)}, ${m.cores} × ${m.cpu}, Node ${m.node}, load ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}; log scale, dashed line = 1×`)}</text>`,
     axis,
     ...parts,

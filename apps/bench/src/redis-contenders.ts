@@ -327,11 +327,14 @@ export async function measureTcp(url: string, options: TcpOptions): Promise<TcpS
       const contenders: (TcpContender & { readonly profiles: RoundProfile[] })[] = [];
       try {
         for (const name of names) contenders.push(profiled(await tcpContender(name, url, keys, options.inFlight), admin));
-        const { rounds, warmupMs, targetRoundMs, warmupOps, opsPerRound, slices } = options;
+        const { rounds, warmupMs, targetRoundMs, warmupOps, opsPerRound, slices, stableAgainst, maxRounds, budgetMs } = options;
         const results = await measureThroughput(contenders, {
           rounds,
           warmupMs,
           targetRoundMs,
+          ...(stableAgainst !== undefined ? { stableAgainst } : {}),
+          ...(maxRounds !== undefined ? { maxRounds } : {}),
+          ...(budgetMs !== undefined ? { budgetMs } : {}),
           ...(warmupOps !== undefined ? { warmupOps } : {}),
           ...(opsPerRound !== undefined ? { opsPerRound } : {}),
           ...(slices !== undefined ? { slices } : {}),

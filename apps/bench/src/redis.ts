@@ -72,6 +72,11 @@ export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
   targetRoundMs: 250,
   slices: 4,
   processes: 2,
+  // adaptive rounds: each process adds rounds (up to 11) until the ratios to the ceiling and to
+  // rate-limiter-flexible are stable, within ~3 s of rounds per scenario
+  stableAgainst: [CEILING, RLF],
+  maxRounds: 11,
+  budgetMs: 3_000,
   inFlight: 50,
   keyCounts: [1, 10_000],
   upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
@@ -167,7 +172,7 @@ function scenarioReport(m: TcpScenarioMeasurement): RedisScenario {
   const ceiling = byName(CEILING);
   const rlf = byName(RLF);
   const rows = m.results.map((run, i): RedisRow => {
-    const nan: RatioStat = { median: NaN, min: NaN, max: NaN, rounds: 0, stable: false };
+    const nan: RatioStat = { median: NaN, low: NaN, high: NaN, confidence: 0, min: NaN, max: NaN, rounds: 0, stable: false };
     const stats = {
       vsCeiling: ceiling === undefined ? nan : pairedStat(run.roundOpsPerSec, ceiling.roundOpsPerSec),
       vsRlf: rlf === undefined ? nan : pairedStat(run.roundOpsPerSec, rlf.roundOpsPerSec),
@@ -243,6 +248,9 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
       ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
       ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
       ...(options.slices !== undefined ? { slices: options.slices } : {}),
+      ...(options.stableAgainst !== undefined ? { stableAgainst: options.stableAgainst } : {}),
+      ...(options.maxRounds !== undefined ? { maxRounds: options.maxRounds } : {}),
+      ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}),
       inFlight: options.inFlight,
       keyCounts: options.keyCounts,
       ...(options.contenders !== undefined ? { contenders: options.contenders } : {}),

@@ -5,6 +5,9 @@
  *
  * @module
  */
+import { median, pairStable } from "./stats.js";
+
+export { median };
 
 /** One competitor in a throughput scenario. */
 export interface Contender {
@@ -50,6 +53,18 @@ export interface ThroughputOptions {
    * @default 1
    */
   slices?: number;
+  /**
+   * Adaptive rounds: after `rounds` rounds, rounds are added one at a time until every contender's
+   * per-round ratio to each of these contenders (by name) is stable (a 95% interval of the median
+   * within ±5%, see `stats.ts`), or `maxRounds` or `budgetMs` is reached. Unset: exactly `rounds`.
+   */
+  stableAgainst?: readonly string[];
+  /** The most rounds adaptive measuring may reach. @default rounds */
+  maxRounds?: number;
+  /** Time budget of the measured rounds (warm-up excluded), in ms: no round starts after it. @default Infinity */
+  budgetMs?: number;
+  /** The clock every run is timed with, in ms (tests give one that the contenders advance). @default performance.now */
+  clock?: () => number;
 }
 
 /** One contender's result. */
@@ -61,20 +76,17 @@ export interface ThroughputResult {
   readonly roundOpsPerSec: number[];
   /** The median of `roundOpsPerSec`. */
   readonly opsPerSec: number;
+  /**
+   * With adaptive rounds: whether every ratio asked for was stable when the rounds stopped (false
+   * when `maxRounds` or `budgetMs` stopped them first). Absent without adaptive rounds.
+   */
+  readonly settled?: boolean;
 }
 
 const collect: () => void = typeof globalThis.gc === "function" ? () => (globalThis.gc as () => void)() : () => {};
 
 /** Whether a full garbage collection can be forced (`node --expose-gc`). */
 export const canCollect = typeof globalThis.gc === "function";
-
-/** The median of a non-empty list. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) throw new RangeError("median of an empty list");
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 /** Rounds to two significant digits, at least 1 (`123_456` → `120_000`). */
 export function roundOps(ops: number): number {
@@ -83,11 +95,13 @@ export function roundOps(ops: number): number {
   return Math.max(1, Math.round(ops / magnitude) * magnitude);
 }
 
-async function timed(contender: Contender, ops: number, phase: RunPhase): Promise<number> {
+const wallClock = (): number => performance.now();
+
+async function timed(contender: Contender, ops: number, phase: RunPhase, clock: () => number = wallClock): Promise<number> {
   if (contender.beforeRun !== undefined) await contender.beforeRun(phase);
-  const start = performance.now();
+  const start = clock();
   const allowed = await contender.run(ops);
-  const elapsedMs = performance.now() - start;
+  const elapsedMs = clock() - start;
   if (contender.afterRun !== undefined) await contender.afterRun(phase, ops, elapsedMs);
   const expected = contender.expect === "allow" ? ops : 0;
   if (allowed !== expected) {
@@ -101,7 +115,7 @@ async function timed(contender: Contender, ops: number, phase: RunPhase): Promis
 /** Warms a contender up and returns its calibrated operations per round. */
 async function warmUp(contender: Contender, options: ThroughputOptions): Promise<number> {
   if (options.warmupOps !== undefined) {
-    await timed(contender, options.warmupOps, "warmup");
+    await timed(contender, options.warmupOps, "warmup", options.clock);
     return options.opsPerRound ?? options.warmupOps;
   }
   let ops = 1_000;
@@ -109,7 +123,7 @@ async function warmUp(contender: Contender, options: ThroughputOptions): Promise
   let rate = 0;
   // doubling chunks until the warm-up time is spent; the last chunk (the most optimized code) sets the rate
   while (spentMs < options.warmupMs) {
-    const elapsedMs = await timed(contender, ops, "warmup");
+    const elapsedMs = await timed(contender, ops, "warmup", options.clock);
     spentMs += elapsedMs;
     rate = (ops * 1000) / Math.max(elapsedMs, 0.001); // decisions per second
     if (elapsedMs < options.warmupMs / 4) ops *= 2;
@@ -118,10 +132,26 @@ async function warmUp(contender: Contender, options: ThroughputOptions): Promise
 }
 
 /**
+ * Whether every contender's per-round figures are stable against each named baseline
+ * (`stableAgainst`), by the rule of `stats.ts`. A name that is not a contender is ignored.
+ */
+export function allStable(names: readonly string[], rounds: readonly (readonly number[])[], stableAgainst: readonly string[]): boolean {
+  for (const baseline of stableAgainst) {
+    const b = names.indexOf(baseline);
+    if (b < 0) continue;
+    for (let i = 0; i < names.length; i++) {
+      if (i !== b && !pairStable(rounds[i] as number[], rounds[b] as number[])) return false;
+    }
+  }
+  return true;
+}
+
+/**
  * Measures every contender: warm-up and calibration first, then `rounds` rounds in which each
  * contender runs its fixed number of operations, in `slices` alternating slices. The starting
  * contender rotates every round and slice, so machine noise is spread over all of them. A full GC
- * (when exposed) precedes every round.
+ * (when exposed) precedes every round. With `stableAgainst`, rounds are added until the ratios to
+ * those contenders are stable or `maxRounds`/`budgetMs` says stop (see {@link ThroughputOptions}).
  * Rejects if a contender allows a call it should deny or the reverse.
  */
 export async function measureThroughput(contenders: readonly Contender[], options: ThroughputOptions): Promise<ThroughputResult[]> {
@@ -130,22 +160,34 @@ export async function measureThroughput(contenders: readonly Contender[], option
   const slices = Math.max(1, Math.floor(options.slices ?? 1));
   const sliceOps = opsPerRound.map((ops) => Math.max(1, Math.ceil(ops / slices)));
   const rounds: number[][] = contenders.map(() => []);
-  for (let round = 0; round < options.rounds; round++) {
+  const names = contenders.map((c) => c.name);
+  const adaptive = options.stableAgainst !== undefined && options.stableAgainst.length > 0;
+  const maxRounds = adaptive ? Math.max(options.rounds, options.maxRounds ?? options.rounds) : options.rounds;
+  const clock = options.clock ?? wallClock;
+  const deadline = clock() + (options.budgetMs ?? Infinity);
+  let settled = false;
+  for (let round = 0; round < maxRounds; round++) {
+    if (round >= options.rounds) {
+      settled = allStable(names, rounds, options.stableAgainst ?? []);
+      if (settled || clock() >= deadline) break;
+    }
     const elapsed = contenders.map(() => 0);
     collect();
     for (let slice = 0; slice < slices; slice++) {
       for (let k = 0; k < contenders.length; k++) {
         const i = (round + slice + k) % contenders.length;
-        elapsed[i] = (elapsed[i] as number) + (await timed(contenders[i] as Contender, sliceOps[i] as number, "round"));
+        elapsed[i] = (elapsed[i] as number) + (await timed(contenders[i] as Contender, sliceOps[i] as number, "round", clock));
       }
     }
     for (let i = 0; i < contenders.length; i++) (rounds[i] as number[]).push(((sliceOps[i] as number) * slices * 1000) / (elapsed[i] as number));
   }
+  if (adaptive && !settled) settled = allStable(names, rounds, options.stableAgainst ?? []);
   return contenders.map((contender, i) => ({
     name: contender.name,
     opsPerRound: (sliceOps[i] as number) * slices,
     roundOpsPerSec: rounds[i] as number[],
     opsPerSec: median(rounds[i] as number[]),
+    ...(adaptive ? { settled } : {}),
   }));
 }
 
