@@ -1,6 +1,7 @@
 /**
- * `pnpm bench`: every benchmark in one run — HTTP through Hono, in memory, Redis (TCP and the
- * Upstash REST path) and the Durable Object — then the published figures:
+ * `pnpm bench`: every benchmark in one run — the cost of a decision inside Redis (`redis-cost.ts`,
+ * first in the report), HTTP through Hono, in memory, Redis (TCP and the Upstash REST path) and the
+ * Durable Object — then the published figures:
  *
  * - `docs/benchmarks.md`: the tables, the machine, Node, the date, the load, the command to
  *   reproduce, the targets; each ratio beside the previous run's (read from `docs/benchmarks.json`);
@@ -21,8 +22,9 @@ import { loadAvgNow, machineInfo, writeJson } from "./lib/report.js";
 import { DEFAULT_MEMORY_OPTIONS, runMemoryBench } from "./memory.js";
 import { type BenchRun, type ComparedFigure, type Figure, benchmarksMarkdown, benchmarksSvg, compare, figures } from "./publish.js";
 import { DEFAULT_REDIS_OPTIONS, runRedisBench } from "./redis.js";
+import { DEFAULT_REDIS_COST_OPTIONS, runRedisCostBench } from "./redis-cost.js";
 
-export const SECTIONS = ["http", "memory", "redis", "durable-object"] as const;
+export const SECTIONS = ["redis-cost", "http", "memory", "redis", "durable-object"] as const;
 export type Section = (typeof SECTIONS)[number];
 
 /** The repository's docs folder. */
@@ -57,6 +59,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
   const machine = machineInfo();
   log(`pnpm bench: ${sections.join(", ")} on ${machine.cores} × ${machine.cpu}, Node ${machine.node}, load ${machine.loadAvgStart}`);
   const has = (s: Section) => sections.includes(s);
+  const redisCost = has("redis-cost") ? await runRedisCostBench({ ...DEFAULT_REDIS_COST_OPTIONS, log }) : undefined;
   const http = has("http") ? await runHttpBench({ ...DEFAULT_HTTP_OPTIONS, log }) : undefined;
   const memory = has("memory") ? await runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log }) : undefined;
   const redis = has("redis") ? await runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log }) : undefined;
@@ -66,6 +69,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
     command: "pnpm bench",
     machine: { ...machine, loadAvgEnd: loadAvgNow() },
     durationS: (performance.now() - started) / 1000,
+    ...(redisCost ? { redisCost } : {}),
     ...(memory ? { memory } : {}),
     ...(redis ? { redis } : {}),
     ...(http ? { http } : {}),

@@ -15,6 +15,8 @@ import { type RatioStat, STABLE_SPREAD, agrees, formatStat } from "./lib/stats.j
 import type { MemoryBenchReport } from "./memory.js";
 import { CLOCK_FLOOR, FLOOR, RLF } from "./memory-contenders.js";
 import type { RedisBenchReport } from "./redis.js";
+import { type RedisCostReport, costRatioTable, costTable } from "./redis-cost.js";
+import { CEILING_SCRIPT as COST_CEILING_SCRIPT } from "./redis-cost-contenders.js";
 import { CEILING as REDIS_CEILING, RLF as REDIS_RLF } from "./redis-contenders.js";
 
 /** Everything one `pnpm bench` run measured. */
@@ -23,6 +25,8 @@ export interface BenchRun {
   readonly command: string;
   readonly machine: MachineInfo;
   readonly durationS: number;
+  /** Inside Redis: script time, server CPU and commands per decision. */
+  readonly redisCost?: RedisCostReport;
   readonly memory?: MemoryBenchReport;
   readonly redis?: RedisBenchReport;
   readonly http?: HttpBenchReport;
@@ -33,7 +37,7 @@ export interface BenchRun {
 export interface Figure {
   /** Stable across runs: `section / scenario / contender / against`. */
   readonly id: string;
-  readonly section: "http" | "memory" | "redis" | "durable-object";
+  readonly section: "redis-cost" | "http" | "memory" | "redis" | "durable-object";
   readonly scenario: string;
   readonly contender: string;
   readonly against: string;
@@ -61,6 +65,9 @@ function fig(section: Figure["section"], scenario: string, contender: string, ag
   return { id: `${section} / ${scenario} / ${contender} / ${against}`, section, scenario, contender, against, stat, headline, ...(t ? { target: t } : {}) };
 }
 
+/** The scenario of every in-Redis figure. */
+export const REDIS_COST_SCENARIO = "Redis time per decision";
+
 const HEADLINE_MEMORY = new Set(["tokenBucket", "fixedWindow", "slidingWindow"]);
 const HEADLINE_HTTP = new Set([
   "no-op async middleware",
@@ -75,6 +82,9 @@ const HEADLINE_HTTP = new Set([
 /** Every ratio of a run, in report order. */
 export function figures(run: BenchRun): Figure[] {
   const out: Figure[] = [];
+  if (run.redisCost !== undefined) {
+    for (const r of run.redisCost.ratios) out.push(fig("redis-cost", REDIS_COST_SCENARIO, r.contender, r.against, r.stat, r.target !== undefined, r.target));
+  }
   if (run.http !== undefined) {
     for (const s of run.http.scenarios) {
       const scenario = `${s.connections} connections`;
@@ -205,6 +215,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     `- Date: ${run.date}; the whole run took ${Math.round(run.durationS)} s.`,
     `- Machine: ${m.cores} × ${m.cpu}, Node ${m.node}; shared with other work, so the 1-minute load average is recorded: ${[
       loadLine("whole run", m),
+      loadLine("in Redis", run.redisCost?.machine),
       loadLine("HTTP", run.http?.machine),
       loadLine("memory", run.memory?.machine),
       loadLine("Redis", run.redis?.machine),
@@ -222,6 +233,30 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     }.${otherMachine(m, previousMachine)}`,
     "",
   ];
+
+  if (run.redisCost !== undefined) {
+    const c = run.redisCost;
+    out.push(
+      "## Inside Redis: time per decision",
+      "",
+      "What a decision costs Redis — the figure a Redis bill goes by — for every Sluice algorithm, the three-limit tier",
+      "(token bucket + sliding window per minute + fixed window per day), a denial (deny cache off, so Redis decides it) and",
+      "a refund, beside rate-limiter-flexible's `RateLimiterRedis` (`consume`, a denied `consume`, `reward`), `@upstash/ratelimit` 2",
+      `(\`@upstash/redis\` through the Upstash-REST bridge of \`@sluice/testing\`) and a ceiling script (\`${COST_CEILING_SCRIPT}\`).`,
+      `One private redis-server ${c.server.version}, ${c.server.placement}; the clients in one process, ${c.client}. Each round runs`,
+      `every contender's ${c.options.decisionsPerRound.toLocaleString("en-US")} decisions in turn (${c.options.inFlight} in flight, over ${c.options.keyCount.toLocaleString("en-US")} keys; the order rotating), with \`CONFIG RESETSTAT\``,
+      "before and `INFO commandstats` / `INFO cpu` after, outside any client timing. **Script µs**: the `usec` of `EVALSHA`/`EVAL`,",
+      "the time Redis's one thread spent in the contender's scripts (the commands they call included): the ratios below are",
+      "of this figure, round by round, lower is cheaper. **redis-server CPU µs**: the scripts plus reading and answering the",
+      "requests (an HTTP-bridged client's requests arrive pipelined, so this part is not comparable between the two kinds).",
+      `${c.rows[0]?.rounds ?? 0} rounds${c.settled ? "; every target ratio was stable when they stopped." : `; the target ratios were not all stable when the ${Math.round(c.options.budgetMs / 1000)} s budget ran out.`}`,
+      "",
+      costRatioTable(c, (r) => prevCell(get("redis-cost", REDIS_COST_SCENARIO, r.contender, r.against))),
+      "",
+      costTable(c),
+      "",
+    );
+  }
 
   if (run.http !== undefined) {
     out.push(
@@ -429,7 +464,7 @@ function esc(text: string): string {
 }
 
 /** How a section is named in a label. */
-const SECTION_LABEL: Record<Figure["section"], string> = { http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
+const SECTION_LABEL: Record<Figure["section"], string> = { "redis-cost": "in Redis", http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
 
 /**
  * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the
@@ -448,6 +483,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
     (f) => `${SECTION_LABEL[f.section]}, ${f.scenario}: ${f.contender} ÷ ${f.against}`,
   );
   const headline = figs.filter((f) => f.headline);
+  add("Inside Redis: script time per decision ÷ the peer's (lower is cheaper)", headline.filter((f) => f.section === "redis-cost"), (f) => `${f.contender} ÷ ${f.against}`);
   for (const s of run.http?.scenarios ?? []) {
     const inScenario = headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`);
     add(`HTTP, Hono on Node.js, ${s.connections} connections: req/s ÷ the bare app`, inScenario.filter((f) => f.against === "bare app req/s"));
