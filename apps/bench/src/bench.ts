@@ -1,6 +1,6 @@
 /**
- * `pnpm bench`: every benchmark in one run — the cost of a decision inside Redis (`redis-cost.ts`,
- * first in the report), HTTP through Hono, in memory, Redis (TCP and the Upstash REST path) and the
+ * `pnpm bench`: every benchmark in one run — the cost of a decision inside Redis (`redis-cost.ts`)
+ * and the middleware's own cost inside the app (`app-cost.ts`), first in the report; HTTP through Hono, in memory, Redis (TCP and the Upstash REST path) and the
  * Durable Object — then the published figures:
  *
  * - `docs/benchmarks.md`: the tables, the machine, Node, the date, the load, the command to
@@ -23,8 +23,9 @@ import { DEFAULT_MEMORY_OPTIONS, runMemoryBench } from "./memory.js";
 import { type BenchRun, type ComparedFigure, type Figure, benchmarksMarkdown, benchmarksSvg, compare, figures } from "./publish.js";
 import { DEFAULT_REDIS_OPTIONS, runRedisBench } from "./redis.js";
 import { DEFAULT_REDIS_COST_OPTIONS, runRedisCostBench } from "./redis-cost.js";
+import { DEFAULT_APP_COST_OPTIONS, runAppCostBench } from "./app-cost.js";
 
-export const SECTIONS = ["redis-cost", "http", "memory", "redis", "durable-object"] as const;
+export const SECTIONS = ["redis-cost", "app", "http", "memory", "redis", "durable-object"] as const;
 export type Section = (typeof SECTIONS)[number];
 
 /** The repository's docs folder. */
@@ -60,6 +61,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
   log(`pnpm bench: ${sections.join(", ")} on ${machine.cores} × ${machine.cpu}, Node ${machine.node}, load ${machine.loadAvgStart}`);
   const has = (s: Section) => sections.includes(s);
   const redisCost = has("redis-cost") ? await runRedisCostBench({ ...DEFAULT_REDIS_COST_OPTIONS, log }) : undefined;
+  const app = has("app") ? await runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, log }) : undefined;
   const http = has("http") ? await runHttpBench({ ...DEFAULT_HTTP_OPTIONS, log }) : undefined;
   const memory = has("memory") ? await runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log }) : undefined;
   const redis = has("redis") ? await runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log }) : undefined;
@@ -70,6 +72,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
     machine: { ...machine, loadAvgEnd: loadAvgNow() },
     durationS: (performance.now() - started) / 1000,
     ...(redisCost ? { redisCost } : {}),
+    ...(app ? { app } : {}),
     ...(memory ? { memory } : {}),
     ...(redis ? { redis } : {}),
     ...(http ? { http } : {}),

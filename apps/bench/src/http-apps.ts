@@ -12,6 +12,7 @@
  * | `@sluice/hono`, headers off | `headers: false` |
  * | `@sluice/hono`, most denied | a fixed window of 100 per hour: after the first 100 requests every one is a 429 |
  * | hono-rate-limiter | `rateLimiter({ windowMs: 60_000, limit: 1e9, keyGenerator })`, its `MemoryStore`, its default headers (draft-6) |
+ * | hono-rate-limiter, most denied | 100 per hour, then 429s (in-app section only) |
  * | `@sluice/hono` + `RedisStore` | IETF headers, fixed window, `RedisStore` over ioredis on the bench's private redis-server |
  *
  * Every limiter keys requests by the `x-api-key` header (the load generator sends one key), with
@@ -35,6 +36,11 @@ export const SLUICE_OFF = "@sluice/hono, headers off";
 export const SLUICE_DENIED = "@sluice/hono, most denied (429)";
 export const HONO_RATE_LIMITER = "hono-rate-limiter";
 export const SLUICE_REDIS = "@sluice/hono + RedisStore, IETF headers";
+/**
+ * hono-rate-limiter with a quota of 100 per hour: after the first 100 requests every one is a 429.
+ * Measured in process only (the in-app section), beside {@link SLUICE_DENIED}.
+ */
+export const HONO_RATE_LIMITER_DENIED = "hono-rate-limiter, most denied (429)";
 
 /** Every HTTP contender, in table order. */
 export const HTTP_CONTENDERS = [BARE, NOOP, STATIC_HEADERS, SLUICE_IETF, SLUICE_DEFAULT, SLUICE_OFF, SLUICE_DENIED, HONO_RATE_LIMITER, SLUICE_REDIS] as const;
@@ -96,6 +102,9 @@ export async function buildApp(name: string, options: HttpServerOptions = {}): P
       break;
     case HONO_RATE_LIMITER:
       app.use(honoRateLimiter({ windowMs: 60_000, limit: NEVER, keyGenerator: keyOf }));
+      break;
+    case HONO_RATE_LIMITER_DENIED:
+      app.use(honoRateLimiter({ windowMs: 3_600_000, limit: DENIED_QUOTA, keyGenerator: keyOf }));
       break;
     case SLUICE_REDIS: {
       if (options.redisUrl === undefined) throw new Error(`${name} needs redisUrl`);

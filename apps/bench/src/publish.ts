@@ -8,7 +8,7 @@
  */
 import type { DoBenchReport } from "./durable-object.js";
 import { CEILING as DO_CEILING } from "./durable-object.js";
-import { BARE, HONO_RATE_LIMITER, SLUICE_IETF } from "./http-apps.js";
+import { BARE, HONO_RATE_LIMITER, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
 import type { HttpBenchReport } from "./http.js";
 import { formatRate, markdownTable, type MachineInfo, type Target } from "./lib/report.js";
 import { type RatioStat, STABLE_SPREAD, agrees, formatStat } from "./lib/stats.js";
@@ -16,6 +16,7 @@ import type { MemoryBenchReport } from "./memory.js";
 import { CLOCK_FLOOR, FLOOR, RLF } from "./memory-contenders.js";
 import type { RedisBenchReport } from "./redis.js";
 import { type RedisCostReport, costRatioTable, costTable } from "./redis-cost.js";
+import { APP_SCENARIO, type AppCostReport, appRatioTable, appTable } from "./app-cost.js";
 import { CEILING_SCRIPT as COST_CEILING_SCRIPT } from "./redis-cost-contenders.js";
 import { CEILING as REDIS_CEILING, RLF as REDIS_RLF } from "./redis-contenders.js";
 
@@ -27,6 +28,8 @@ export interface BenchRun {
   readonly durationS: number;
   /** Inside Redis: script time, server CPU and commands per decision. */
   readonly redisCost?: RedisCostReport;
+  /** Inside the app: the middleware's own cost per request, in process. */
+  readonly app?: AppCostReport;
   readonly memory?: MemoryBenchReport;
   readonly redis?: RedisBenchReport;
   readonly http?: HttpBenchReport;
@@ -37,7 +40,7 @@ export interface BenchRun {
 export interface Figure {
   /** Stable across runs: `section / scenario / contender / against`. */
   readonly id: string;
-  readonly section: "redis-cost" | "http" | "memory" | "redis" | "durable-object";
+  readonly section: "redis-cost" | "app" | "http" | "memory" | "redis" | "durable-object";
   readonly scenario: string;
   readonly contender: string;
   readonly against: string;
@@ -84,6 +87,9 @@ export function figures(run: BenchRun): Figure[] {
   const out: Figure[] = [];
   if (run.redisCost !== undefined) {
     for (const r of run.redisCost.ratios) out.push(fig("redis-cost", REDIS_COST_SCENARIO, r.contender, r.against, r.stat, r.target !== undefined, r.target));
+  }
+  if (run.app !== undefined) {
+    for (const r of run.app.ratios) out.push(fig("app", APP_SCENARIO, r.contender, r.against, r.stat, r.contender === SLUICE_IETF || r.contender === SLUICE_DENIED));
   }
   if (run.http !== undefined) {
     for (const s of run.http.scenarios) {
@@ -216,6 +222,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     `- Machine: ${m.cores} × ${m.cpu}, Node ${m.node}; shared with other work, so the 1-minute load average is recorded: ${[
       loadLine("whole run", m),
       loadLine("in Redis", run.redisCost?.machine),
+      loadLine("in the app", run.app?.machine),
       loadLine("HTTP", run.http?.machine),
       loadLine("memory", run.memory?.machine),
       loadLine("Redis", run.redis?.machine),
@@ -254,6 +261,26 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       costRatioTable(c, (r) => prevCell(get("redis-cost", REDIS_COST_SCENARIO, r.contender, r.against))),
       "",
       costTable(c),
+      "",
+    );
+  }
+
+  if (run.app !== undefined) {
+    const a = run.app;
+    out.push(
+      "## Inside the app: the middleware's own cost per request",
+      "",
+      "The Hono apps of the HTTP section driven in process by `app.fetch(request)` in a loop — no socket, no HTTP parser,",
+      "no load generator sharing the cores — so what differs is the middleware's own work per request, its headers",
+      "written through Hono included: `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op `async`",
+      "middleware, the bare app and hono-rate-limiter (its `MemoryStore`, draft-6 headers); every request allowed, and",
+      "every request denied (a quota of 100 per hour, spent first: the 429 and its body each time). Ratios are of **time",
+      "per request**, lower is cheaper; a middleware's **own cost** is its time less the bare app's in the same round.",
+      `${a.rows[0]?.rounds ?? 0} rounds of ~${a.options.targetRoundMs} ms pooled over ${a.options.processes ?? 1} process(es)${a.settled ? "" : "; not every ratio was stable when the time budget ran out"}.`,
+      "",
+      appRatioTable(a, (r) => prevCell(get("app", APP_SCENARIO, r.contender, r.against))),
+      "",
+      appTable(a),
       "",
     );
   }
@@ -464,7 +491,7 @@ function esc(text: string): string {
 }
 
 /** How a section is named in a label. */
-const SECTION_LABEL: Record<Figure["section"], string> = { "redis-cost": "in Redis", http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
+const SECTION_LABEL: Record<Figure["section"], string> = { "redis-cost": "in Redis", app: "in the app", http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
 
 /**
  * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the
@@ -484,6 +511,7 @@ export function benchmarksSvg(run: BenchRun, figs: readonly (Figure & { readonly
   );
   const headline = figs.filter((f) => f.headline);
   add("Inside Redis: script time per decision ÷ the peer's (lower is cheaper)", headline.filter((f) => f.section === "redis-cost"), (f) => `${f.contender} ÷ ${f.against}`);
+  add("Inside the app (app.fetch): time per request ÷ the other's (lower is cheaper)", headline.filter((f) => f.section === "app"), (f) => `${f.contender} ÷ ${f.against}`);
   for (const s of run.http?.scenarios ?? []) {
     const inScenario = headline.filter((f) => f.section === "http" && f.scenario === `${s.connections} connections`);
     add(`HTTP, Hono on Node.js, ${s.connections} connections: req/s ÷ the bare app`, inScenario.filter((f) => f.against === "bare app req/s"));

@@ -1,0 +1,42 @@
+/**
+ * Smoke test of the in-app section: a whole run with tiny rounds in child processes. Asserts the
+ * rows, the pooled rounds, every ratio and where it is published; never a timing.
+ */
+import { describe, expect, it } from "vitest";
+import { APP_RATIOS, APP_SCENARIO, OWN, formatAppCostReport, runAppCostBench } from "./app-cost.js";
+import { APP_CONTENDERS, measureApps } from "./app-cost-contenders.js";
+import { HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, NOOP, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
+import { benchmarksMarkdown, compare, figures } from "./publish.js";
+
+const tiny = { rounds: 2, warmupMs: 0, targetRoundMs: 0, warmupOps: 5, opsPerRound: 20 };
+
+describe("in-app cost bench", () => {
+  it("answers 200 for every allowed request and 429 for every denied one, or stops", async () => {
+    const results = await measureApps([SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER_DENIED], tiny);
+    expect(results.map((r) => [r.name, r.roundOpsPerSec.length])).toEqual([
+      [SLUICE_IETF, 2],
+      [SLUICE_DENIED, 2],
+      [HONO_RATE_LIMITER_DENIED, 2],
+    ]);
+    await expect(measureApps(["nobody"], tiny)).rejects.toThrow(/unknown in-app contender "nobody"/);
+  });
+
+  it("pools the processes' rounds, reports time and own cost per request and every ratio, and publishes them", async () => {
+    const report = await runAppCostBench({ ...tiny, processes: 2 });
+    expect(report.rows.map((r) => r.name)).toEqual([...APP_CONTENDERS]);
+    for (const r of report.rows) {
+      expect(r.rounds).toBe(4);
+      expect(r.usPerRequest).toBeGreaterThan(0);
+    }
+    expect(report.ratios.map((r) => [r.contender, r.against])).toEqual(APP_RATIOS);
+    expect(report.ratios.find((r) => r.against === OWN(HONO_RATE_LIMITER))?.stat.rounds).toBe(4);
+    const run = { date: report.date, command: "pnpm bench", machine: report.machine, durationS: 1, app: report };
+    const figs = compare(figures(run), undefined);
+    expect(figs.every((f) => f.section === "app" && f.scenario === APP_SCENARIO)).toBe(true);
+    expect(figs.filter((f) => f.headline).map((f) => f.contender)).toEqual([SLUICE_IETF, SLUICE_IETF, SLUICE_IETF, SLUICE_DENIED, SLUICE_DENIED, SLUICE_DENIED]);
+    const md = benchmarksMarkdown(run, figs, undefined);
+    expect(md).toContain("## Inside the app: the middleware's own cost per request");
+    expect(md).toContain(`| ${SLUICE_IETF}'s own cost ÷ ${HONO_RATE_LIMITER}'s own cost `);
+    expect(formatAppCostReport(report)).toContain(`| ${SLUICE_IETF} ÷ ${NOOP} `);
+  });
+});

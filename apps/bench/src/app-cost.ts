@@ -1,0 +1,173 @@
+/**
+ * `pnpm --filter @sluice/bench bench:app`: the middleware's own cost per request **inside the
+ * app**, measured in process: each Hono app of `http-apps.ts` driven by `app.fetch(request)` in a
+ * loop (no socket, no HTTP parser, no load generator sharing the cores), so the difference between
+ * two contenders is the middleware's work per request, its headers written through Hono included.
+ * `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op middleware, the bare app
+ * and hono-rate-limiter (its `MemoryStore`, draft-6 headers), with every request allowed and with
+ * every request denied (a quota of 100 per hour, spent before the rounds).
+ *
+ * Contenders alternate in slices within interleaved rounds (`lib/harness.ts`) in each of
+ * `processes` child processes (bundled like the published build), their rounds pooled; rounds are
+ * added while a ratio to the no-op or to hono-rate-limiter is unstable. Ratios are of **time per
+ * request** (lower is cheaper), paired by round; a middleware's **own cost** is its time per
+ * request less the bare app's in the same round.
+ *
+ * @module
+ */
+import { runInChild } from "./lib/child.js";
+import type { ThroughputOptions, ThroughputResult } from "./lib/harness.js";
+import { type MachineInfo, loadAvgNow, machineInfo, markdownTable, runIfMain } from "./lib/report.js";
+import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
+import { APP_CONTENDERS } from "./app-cost-contenders.js";
+import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, NOOP, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
+
+export interface AppCostOptions extends ThroughputOptions {
+  /** Child processes measuring every contender in turn, their rounds pooled. @default 1 */
+  processes?: number;
+  /** Contenders (default: all of {@link APP_CONTENDERS}). */
+  contenders?: string[];
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
+  rounds: 9,
+  warmupMs: 300,
+  targetRoundMs: 100,
+  slices: 4,
+  processes: 2,
+  stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
+  maxRounds: 21,
+  budgetMs: 6_000,
+};
+
+/** The scenario of every in-app figure. */
+export const APP_SCENARIO = "in process (app.fetch)";
+
+/** A middleware's own cost, as the `against` of a figure: `"own cost ÷ <name>'s own cost"`. */
+export const OWN = (name: string) => `${name}'s own cost`;
+
+/** The ratios of time per request: `[contender, against]`; `OWN(x)` compares own costs (less the bare app). */
+export const APP_RATIOS: readonly (readonly [string, string])[] = [
+  [SLUICE_IETF, NOOP],
+  [SLUICE_IETF, HONO_RATE_LIMITER],
+  [SLUICE_IETF, OWN(HONO_RATE_LIMITER)],
+  [HONO_RATE_LIMITER, NOOP],
+  [SLUICE_DENIED, NOOP],
+  [SLUICE_DENIED, HONO_RATE_LIMITER_DENIED],
+  [SLUICE_DENIED, OWN(HONO_RATE_LIMITER_DENIED)],
+  [HONO_RATE_LIMITER_DENIED, NOOP],
+  [NOOP, BARE],
+];
+
+export interface AppRow {
+  readonly name: string;
+  /** Median over the pooled rounds of µs per request. */
+  readonly usPerRequest: number;
+  /** Median over rounds of (µs per request − the bare app's in the same round); 0 for the bare app. */
+  readonly ownUs: number;
+  readonly rounds: number;
+}
+
+export interface AppRatio {
+  readonly contender: string;
+  readonly against: string;
+  readonly stat: RatioStat;
+}
+
+export interface AppCostReport {
+  readonly benchmark: "app";
+  readonly date: string;
+  readonly machine: MachineInfo;
+  readonly options: Omit<AppCostOptions, "log">;
+  /** Whether every process's ratios were stable when its rounds stopped. */
+  readonly settled: boolean;
+  readonly rows: AppRow[];
+  readonly ratios: AppRatio[];
+}
+
+const CONTENDERS_URL = new URL("./app-cost-contenders.ts", import.meta.url).href;
+
+/** µs per request of each round, pooled over processes (process order, so rounds stay paired). */
+function pooledUs(perProcess: readonly ThroughputResult[][], name: string): number[] {
+  return perProcess.flatMap((results) => (results.find((r) => r.name === name)?.roundOpsPerSec ?? []).map((ops) => 1e6 / ops));
+}
+
+/** Runs the in-app section and returns every number. */
+export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST_OPTIONS): Promise<AppCostReport> {
+  const log = options.log ?? (() => {});
+  const machine = machineInfo();
+  const names = options.contenders ?? [...APP_CONTENDERS];
+  const { log: _log, processes: _p, contenders: _c, ...throughput } = options;
+  const processes = Math.max(1, Math.floor(options.processes ?? 1));
+  const perProcess: ThroughputResult[][] = [];
+  for (let p = 0; p < processes; p++) {
+    log(`In the app: ${names.join(", ")} through app.fetch, child process ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
+    perProcess.push(await runInChild<ThroughputResult[]>(CONTENDERS_URL, "measureApps", [names, throughput]));
+  }
+  const us = new Map(names.map((n) => [n, pooledUs(perProcess, n)]));
+  const bare = us.get(BARE);
+  const own = (name: string) => {
+    const t = us.get(name) ?? [];
+    return bare === undefined ? [] : t.map((x, i) => x - (bare[i] as number));
+  };
+  const rows = names.map((name): AppRow => {
+    const t = us.get(name) ?? [];
+    const o = own(name);
+    return { name, usPerRequest: median(t), ownUs: name === BARE || o.length === 0 ? 0 : median(o), rounds: t.length };
+  });
+  const ratios: AppRatio[] = [];
+  for (const [contender, against] of APP_RATIOS) {
+    const ownOf = names.find((n) => OWN(n) === against);
+    if (!names.includes(contender) || (ownOf === undefined && !names.includes(against)) || (ownOf !== undefined && bare === undefined)) continue;
+    const a = ownOf === undefined ? (us.get(contender) as number[]) : own(contender);
+    const b = ownOf === undefined ? (us.get(against) as number[]) : own(ownOf);
+    ratios.push({ contender, against, stat: ratioStat(a.map((x, i) => x / (b[i] as number))) });
+  }
+  return {
+    benchmark: "app",
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAvgEnd: loadAvgNow() },
+    options: { ...throughput, processes, ...(options.contenders ? { contenders: options.contenders } : {}) },
+    settled: perProcess.every((results) => results.every((r) => r.settled !== false)),
+    rows,
+    ratios,
+  };
+}
+
+/** The table of contenders. */
+export function appTable(report: AppCostReport): string {
+  return markdownTable(
+    ["app (in process)", "µs/request", "own µs/request (less the bare app)"],
+    report.rows.map((r) => [r.name, r.usPerRequest.toFixed(2), r.name === BARE ? "" : r.ownUs.toFixed(2)]),
+    ["l", "r", "r"],
+  );
+}
+
+/** The table of ratios of time per request (lower is cheaper). */
+export function appRatioTable(report: AppCostReport, previous?: (r: AppRatio) => string): string {
+  return markdownTable(
+    ["time per request", "ratio (95% interval)", ...(previous ? ["previous run"] : [])],
+    report.ratios.map((r) => [`${r.against.endsWith("'s own cost") ? `${r.contender}'s own cost` : r.contender} ÷ ${r.against}`, formatStat(r.stat), ...(previous ? [previous(r)] : [])]),
+    ["l", "r", ...(previous ? (["r"] as const) : [])],
+  );
+}
+
+/** The report as printed. */
+export function formatAppCostReport(report: AppCostReport): string {
+  const m = report.machine;
+  return [
+    "# Inside the app: the middleware's own cost per request (app.fetch in a loop)",
+    "",
+    `Node ${m.node}, ${m.cores} × ${m.cpu}; load ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}. ${report.rows[0]?.rounds ?? 0} rounds pooled over ${report.options.processes ?? 1} process(es)${report.settled ? "" : "; not every ratio was stable when the time budget ran out"}.`,
+    "",
+    appTable(report),
+    "",
+    appRatioTable(report),
+  ].join("\n");
+}
+
+/** Where `bench:app` writes its figures. */
+export const RESULTS_FILE = new URL("../results/app.json", import.meta.url);
+
+await runIfMain(import.meta.url, RESULTS_FILE, (log) => runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, log }), formatAppCostReport);
