@@ -38,7 +38,7 @@ export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   processes: 2,
   stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
   maxRounds: 21,
-  budgetMs: 6_000,
+  budgetMs: 4_000,
 };
 
 /** The scenario of every in-app figure. */

@@ -42,10 +42,10 @@ export const DEFAULT_DO_OPTIONS: DoBenchOptions = {
   warmupMs: 500,
   targetRoundMs: 200,
   slices: 2,
-  // adaptive rounds: up to 20 while the ratio to the counter object is unstable, ~3 s of rounds
+  // adaptive rounds: up to 20 while the ratio to the counter object is unstable, ~2 s of rounds
   stableAgainst: [CEILING],
   maxRounds: 20,
-  budgetMs: 3_000,
+  budgetMs: 2_000,
   inFlight: 50,
   scenarios: [
     { keys: 1, shards: 0 },

@@ -67,11 +67,11 @@ export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   targetRoundMs: 100,
   slices: 5,
   processes: 3,
-  // adaptive rounds: each process adds rounds (up to 11) until its ratios to rate-limiter-flexible
-  // and the floor are stable, within ~2 s of rounds
+  // adaptive rounds: each process adds rounds (up to 10) until its ratios to rate-limiter-flexible
+  // and the floor are stable, within ~1.2 s of rounds (15 processes: the section's budget is ~20 s)
   stableAgainst: [RLF, FLOOR],
-  maxRounds: 11,
-  budgetMs: 2_000,
+  maxRounds: 10,
+  budgetMs: 1_200,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };

@@ -60,7 +60,7 @@ export interface RedisCostBenchOptions extends Omit<RedisCostOptions, "pairs" | 
 export const DEFAULT_REDIS_COST_OPTIONS: RedisCostBenchOptions = {
   rounds: 9,
   maxRounds: 21,
-  budgetMs: 20_000,
+  budgetMs: 15_000,
   decisionsPerRound: 1_000,
   warmupDecisions: 1_000,
   inFlight: 4,

@@ -73,10 +73,10 @@ export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
   slices: 4,
   processes: 2,
   // adaptive rounds: each process adds rounds (up to 11) until the ratios to the ceiling and to
-  // rate-limiter-flexible are stable, within ~3 s of rounds per scenario
+  // rate-limiter-flexible are stable, within ~2 s of rounds per scenario
   stableAgainst: [CEILING, RLF],
   maxRounds: 11,
-  budgetMs: 3_000,
+  budgetMs: 2_000,
   inFlight: 50,
   keyCounts: [1, 10_000],
   upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
