@@ -1,0 +1,35 @@
+/**
+ * `pnpm run typecheck` inside the suite: each TypeScript program of the repository compiles without
+ * an error — core alone (its own `lib`: no DOM, no Node), the workspace (every package's and app's
+ * sources and tests), the Cloudflare package and the Worker app (Workers types). Run here rather
+ * than before Vitest so that the compilers share the machine with the tests that mostly wait (on
+ * servers, builds and child processes) instead of running first, one after another.
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
+const tsc = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
+
+/** The programs `pnpm run typecheck` compiles, in its order (package.json's script). */
+const PROJECTS = ["packages/core", "tsconfig.json", "packages/cloudflare", "apps/worker"];
+
+describe("typecheck", () => {
+  it("the root script compiles exactly these programs", async () => {
+    const manifest = JSON.parse(readFileSync(join(rootDir, "package.json"), "utf8")) as { scripts: Record<string, string> };
+    expect(manifest.scripts.typecheck).toBe(PROJECTS.map((p) => `tsc -p ${p}${p === "packages/core" ? " --noEmit" : ""}`).join(" && "));
+  });
+
+  it.each(PROJECTS)("%s compiles without an error", async (project) => {
+    const result = await run(process.execPath, [tsc, "-p", project, "--noEmit"], { cwd: rootDir, maxBuffer: 64 * 1024 * 1024 }).then(
+      () => "",
+      (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ""}${error.stderr ?? ""}` || String(error),
+    );
+    expect(result).toBe("");
+  });
+});
