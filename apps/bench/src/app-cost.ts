@@ -31,14 +31,14 @@ export interface AppCostOptions extends ThroughputOptions {
 }
 
 export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
-  rounds: 9,
+  rounds: 11,
   warmupMs: 300,
-  targetRoundMs: 100,
+  targetRoundMs: 60,
   slices: 4,
   processes: 2,
   stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
-  maxRounds: 21,
-  budgetMs: 4_000,
+  maxRounds: 31,
+  budgetMs: 5_000,
 };
 
 /** The scenario of every in-app figure. */
