@@ -132,7 +132,7 @@ export function figures(run: BenchRun): Figure[] {
   }
   if (run.durableObject !== undefined) {
     for (const s of run.durableObject.scenarios) {
-      for (const r of s.rows) if (r.name !== DO_CEILING) out.push(fig("durable-object", s.title, r.name, DO_CEILING, r.vsCeiling, true));
+      for (const r of s.rows) if (r.name !== DO_CEILING) out.push(fig("durable-object", s.title, r.name, DO_CEILING, r.vsCeiling, true, r.targets[0]));
     }
   }
   return out;
