@@ -33,8 +33,8 @@ export interface AppCostOptions extends ThroughputOptions {
 export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   rounds: 11,
   warmupMs: 300,
-  targetRoundMs: 60,
-  slices: 4,
+  targetRoundMs: 100,
+  slices: 8,
   processes: 2,
   stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
   maxRounds: 31,
