@@ -7,19 +7,22 @@
  * and hono-rate-limiter (its `MemoryStore`, draft-6 headers), with every request allowed and with
  * every request denied (a quota of 100 per hour, spent before the rounds).
  *
- * Contenders alternate in slices within interleaved rounds (`lib/harness.ts`) in each of
- * `processes` child processes (bundled like the published build), their rounds pooled; rounds are
+ * Each app runs in its own child process (bundled like the published build), as in a deployment;
+ * this process drives them in alternating slices within interleaved rounds (`lib/harness.ts`), each
+ * slice timed by the app's process itself (the loop alone); `processes` passes with fresh
+ * processes, their rounds pooled; rounds are
  * added while a ratio to the no-op or to hono-rate-limiter is unstable. Ratios are of **time per
  * request** (lower is cheaper), paired by round; a middleware's **own cost** is its time per
  * request less the bare app's in the same round.
  *
  * @module
  */
-import { runInChild } from "./lib/child.js";
-import type { ThroughputOptions, ThroughputResult } from "./lib/harness.js";
+import { type ChildProcess, spawn } from "node:child_process";
+import { bundleEntry } from "./lib/bundle.js";
+import { type Contender, type ThroughputOptions, type ThroughputResult, measureThroughput } from "./lib/harness.js";
 import { type MachineInfo, loadAvgNow, machineInfo, markdownTable, runIfMain } from "./lib/report.js";
 import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
-import { APP_CONTENDERS } from "./app-cost-contenders.js";
+import { APP_CONTENDERS, APP_DENIED, type AppRunReply } from "./app-cost-contenders.js";
 import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, NOOP, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
 
 export interface AppCostOptions extends ThroughputOptions {
@@ -86,7 +89,62 @@ export interface AppCostReport {
   readonly ratios: AppRatio[];
 }
 
-const CONTENDERS_URL = new URL("./app-cost-contenders.ts", import.meta.url).href;
+const CHILD_ENTRY = new URL("./app-cost-contenders.ts", import.meta.url);
+
+/** One app's process: `run(ops)` has it send `ops` requests and answers the 200s and the time it took. */
+interface AppProcess {
+  run(ops: number): Promise<AppRunReply>;
+  stop(): void;
+}
+
+function startApp(bundle: string, name: string): Promise<AppProcess> {
+  return new Promise((resolve, reject) => {
+    const child: ChildProcess = spawn(process.execPath, [bundle, name], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    let stderr = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += String(chunk);
+    });
+    child.once("exit", (code) => reject(new Error(`in-app contender ${JSON.stringify(name)} exited with ${code}\n${stderr}`)));
+    child.once("message", () => {
+      child.removeAllListeners("exit");
+      resolve({
+        run: (ops) =>
+          new Promise((done, fail) => {
+            child.once("message", (reply: AppRunReply) => (reply.error === undefined ? done(reply) : fail(new Error(reply.error))));
+            child.send({ ops });
+          }),
+        stop: () => child.kill(),
+      });
+    });
+  });
+}
+
+/**
+ * Every contender in its own process, interleaved round by round from here: a contender's run is
+ * timed by its own process (the loop alone, no IPC), and that time advances the clock the harness
+ * measures with, so the figures are the apps' own.
+ */
+async function measureApps(bundle: string, names: readonly string[], options: ThroughputOptions): Promise<ThroughputResult[]> {
+  const apps: AppProcess[] = [];
+  try {
+    for (const name of names) apps.push(await startApp(bundle, name));
+    let measuredMs = 0;
+    const contenders = names.map(
+      (name, i): Contender => ({
+        name,
+        expect: APP_DENIED.has(name) ? "deny" : "allow",
+        async run(ops) {
+          const reply = await (apps[i] as AppProcess).run(ops);
+          measuredMs += reply.elapsedMs;
+          return reply.ok;
+        },
+      }),
+    );
+    return await measureThroughput(contenders, { ...options, clock: () => measuredMs });
+  } finally {
+    for (const app of apps) app.stop();
+  }
+}
 
 /** µs per request of each round, pooled over processes (process order, so rounds stay paired). */
 function pooledUs(perProcess: readonly ThroughputResult[][], name: string): number[] {
@@ -100,10 +158,14 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
   const names = options.contenders ?? [...APP_CONTENDERS];
   const { log: _log, processes: _p, contenders: _c, ...throughput } = options;
   const processes = Math.max(1, Math.floor(options.processes ?? 1));
+  for (const name of names) {
+    if (!(APP_CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown in-app contender ${JSON.stringify(name)}; have ${APP_CONTENDERS.join(", ")}`);
+  }
+  const bundle = await bundleEntry(CHILD_ENTRY, "app-cost-contenders");
   const perProcess: ThroughputResult[][] = [];
   for (let p = 0; p < processes; p++) {
-    log(`In the app: ${names.join(", ")} through app.fetch, child process ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
-    perProcess.push(await runInChild<ThroughputResult[]>(CONTENDERS_URL, "measureApps", [names, throughput]));
+    log(`In the app: ${names.join(", ")} through app.fetch, one process each, pass ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
+    perProcess.push(await measureApps(bundle, names, throughput));
   }
   const us = new Map(names.map((n) => [n, pooledUs(perProcess, n)]));
   const bare = us.get(BARE);
