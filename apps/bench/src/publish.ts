@@ -272,7 +272,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "",
       "The Hono apps of the HTTP section driven in process by `app.fetch(request)` in a loop — no socket, no HTTP parser,",
       "no load generator sharing the cores; one process per app, each slice timed by the app's own process — so what",
-      "differs is the middleware's own work per request, its headers
+      "differs is the middleware's own work per request, its headers",
       "written through Hono included: `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op `async`",
       "middleware, the bare app and hono-rate-limiter (its `MemoryStore`, draft-6 headers); every request allowed, and",
       "every request denied (a quota of 100 per hour, spent first: the 429 and its body each time). Ratios are of **time",
