@@ -5,7 +5,7 @@
  * two contenders is the middleware's work per request, its headers written through Hono included.
  * `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op middleware, the bare app
  * and hono-rate-limiter (its `MemoryStore`, draft-6 headers), with every request allowed and with
- * every request denied (a quota of 100 per hour, spent before the rounds).
+ * every request denied (a quota of 100 per day, spent before the rounds).
  *
  * Each app runs in its own child process (bundled like the published build), as in a deployment;
  * this process drives them in alternating slices within interleaved rounds (`lib/harness.ts`), each

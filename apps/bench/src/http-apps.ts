@@ -10,9 +10,9 @@
  * | `@sluice/hono`, IETF headers | `rateLimiter({ limiter, key, headers: "ietf" })`, fixed window 1e9/min, memory store |
  * | `@sluice/hono`, IETF + legacy | the default headers `["ietf", "legacy"]` |
  * | `@sluice/hono`, headers off | `headers: false` |
- * | `@sluice/hono`, most denied | a fixed window of 100 per hour: after the first 100 requests every one is a 429 |
+ * | `@sluice/hono`, most denied | a fixed window of 100 per day (no window edge inside a run, where an hour's fell into one): after the first 100 requests every one is a 429 |
  * | hono-rate-limiter | `rateLimiter({ windowMs: 60_000, limit: 1e9, keyGenerator })`, its `MemoryStore`, its default headers (draft-6) |
- * | hono-rate-limiter, most denied | 100 per hour, then 429s (in-app section only) |
+ * | hono-rate-limiter, most denied | 100 per day, then 429s (in-app section only) |
  * | `@sluice/hono` + `RedisStore` | IETF headers, fixed window, `RedisStore` over ioredis on the bench's private redis-server |
  *
  * Every limiter keys requests by the `x-api-key` header (the load generator sends one key), with
@@ -37,7 +37,7 @@ export const SLUICE_DENIED = "@sluice/hono, most denied (429)";
 export const HONO_RATE_LIMITER = "hono-rate-limiter";
 export const SLUICE_REDIS = "@sluice/hono + RedisStore, IETF headers";
 /**
- * hono-rate-limiter with a quota of 100 per hour: after the first 100 requests every one is a 429.
+ * hono-rate-limiter with a quota of 100 per day: after the first 100 requests every one is a 429.
  * Measured in process only (the in-app section), beside {@link SLUICE_DENIED}.
  */
 export const HONO_RATE_LIMITER_DENIED = "hono-rate-limiter, most denied (429)";
@@ -72,7 +72,7 @@ export async function buildApp(name: string, options: HttpServerOptions = {}): P
   const app = new Hono();
   let close = async (): Promise<void> => {};
   const memoryLimiter = (limit: number) =>
-    new RateLimiter({ store: new MemoryStore(), limits: fixedWindow({ limit, window: limit === NEVER ? "1m" : "1h" }) });
+    new RateLimiter({ store: new MemoryStore(), limits: fixedWindow({ limit, window: limit === NEVER ? "1m" : "1d" }) });
   switch (name) {
     case BARE:
       break;
@@ -104,7 +104,7 @@ export async function buildApp(name: string, options: HttpServerOptions = {}): P
       app.use(honoRateLimiter({ windowMs: 60_000, limit: NEVER, keyGenerator: keyOf }));
       break;
     case HONO_RATE_LIMITER_DENIED:
-      app.use(honoRateLimiter({ windowMs: 3_600_000, limit: DENIED_QUOTA, keyGenerator: keyOf }));
+      app.use(honoRateLimiter({ windowMs: 86_400_000, limit: DENIED_QUOTA, keyGenerator: keyOf }));
       break;
     case SLUICE_REDIS: {
       if (options.redisUrl === undefined) throw new Error(`${name} needs redisUrl`);
