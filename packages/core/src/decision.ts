@@ -32,7 +32,9 @@ function anyBlocked(policies: readonly PolicyResult[]): boolean {
  * least `remaining` (first on ties).
  */
 export function toDecision(result: StoreResult, reason?: DecisionReason): Decision {
-  return decisionOf(result.now, result.policies, reason);
+  const decision = decisionOf(result.now, result.policies, reason);
+  if (result.override !== undefined) decision.override = result.override;
+  return decision;
 }
 
 /** {@link toDecision} from the parts of a {@link StoreResult}: `now` (epoch ms) and the policies' results. */

@@ -11,7 +11,7 @@
  * @module
  */
 import { type Policy, algorithmOf, evaluate, peekPolicy, stateNow } from "./algorithms/index.js";
-import { applyBlocks, isBlocked, startBlocks } from "./algorithms/penalty-box.js";
+import { applyBlocks, isBlocked, markBlocked, startBlocks } from "./algorithms/penalty-box.js";
 import type { PolicyResult } from "./types.js";
 
 export { blockExpiresAtUs } from "./algorithms/penalty-box.js";
@@ -131,6 +131,29 @@ export function consumeAll(layout: Layout, num: Float64Array, base: number, obj:
     else if ((results[i] as PolicyResult).allowed) results[i] = stateNow(p, num, off, obj, oOff, nowUs);
   }
   if (!allowed && layout.hasBlock && startBlocks(layout, results, num, base, nowUs)) BLOCK_STARTED.add(results);
+  return results;
+}
+
+/**
+ * Every policy's answer to a request of `cost` made while a manual block (`limiter.block`) of the
+ * key runs until `untilUs`: each policy's own answer, written nowhere, then marked blocked like a
+ * penalty box's (until the later of the manual block's end and the policy's own penalty box's), so
+ * that `retryAfterMs` is the later of the block's end and the policy's own retry time for that cost.
+ */
+export function manuallyBlocked(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, cost: number, untilUs: number): PolicyResult[] {
+  const { policies, blockOffsets } = layout;
+  const results: PolicyResult[] = new Array(policies.length);
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const off = base + (layout.numOffsets[i] as number);
+    const oOff = oBase + (layout.objOffsets[i] as number);
+    const r = evaluate(policy, num, off, obj, oOff, nowUs, cost, false);
+    const result = r.allowed ? stateNow(policy, num, off, obj, oOff, nowUs) : r;
+    const bo = blockOffsets[i] as number;
+    const own = bo >= 0 ? (num[base + bo] as number) : 0;
+    markBlocked(result, nowUs, Math.ceil(((own > untilUs ? own : untilUs) - nowUs) / 1000));
+    results[i] = result;
+  }
   return results;
 }
 

@@ -81,3 +81,4 @@ export { createGuard, type Guard, type GuardOptions, type GuardResult } from "./
 // what a guard's (and every adapter's) options hand to callbacks and take as tiers
 export type { CallbackName, DecisionInfo, TierConfig, TierSettings } from "./pipeline/index.js";
 export type { Decision, DecisionReason, PolicyResult, Store } from "./types.js";
+export type { Override, OverrideOptions } from "./overrides.js";

@@ -1,11 +1,12 @@
 import { type Policy, holdsLeases, validateName } from "./algorithms/index.js";
 import { StoreDecision, decisionOf, storeFailureDecision, toDecision } from "./decision.js";
 import { type DenyCacheOption, DenyCache, resolveDenyCache } from "./deny-cache.js";
-import { MAX_DURATION_MS } from "./duration.js";
+import { type Duration, MAX_DURATION_MS } from "./duration.js";
 import { SluiceConfigError, SluiceInputError, SluiceStoreError, SluiceTimeoutError, describe } from "./errors.js";
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
 import { FallbackLeases, leaseIdOf, newLeaseId } from "./leases.js";
 import { MemoryBinding, MemoryStore } from "./memory-store.js";
+import { type ControlResult, type Override, type OverrideOptions, type StoreCommand, durationArg, overrideFromText, overrideText } from "./overrides.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** What the limiter does when its store fails or times out. */
@@ -367,7 +368,9 @@ export class RateLimiter {
       } catch (error) {
         return this.#consumeFailed(error, key, cost, lease);
       }
-      return this.#consumed(decisionOf(memory.lastNow, policies), key, cost, lease, false, sentAt, memory.lastMarks);
+      const decision = decisionOf(memory.lastNow, policies);
+      if (memory.lastOverride !== undefined) decision.override = memory.lastOverride;
+      return this.#consumed(decision, key, cost, lease, false, sentAt, memory.lastMarks);
     }
     let result: MaybePromise<StoreResult>;
     try {
@@ -593,6 +596,122 @@ export class RateLimiter {
     if (isThenable(done)) await this.#withTimeout(done);
     // a denial that arrived while the reset was on its way is older than the reset
     this.#forgetDenial(key);
+  }
+
+  /**
+   * Sets `key`'s override, stored with the key's state and applied by every decision that follows,
+   * on every instance sharing the store (the same round trip that decides reads it):
+   * `{ scale }` multiplies every policy's quota (a window keeps its length; a bucket's rate scales
+   * alike), `{ quotas: { [policyName]: quota } }` sets named policies' quotas, `{ unlimited: true }`
+   * lets every request through without counting. Replaces the key's previous override. One round
+   * trip. Within a tier's namespace: a tiered guard's limiter for that tier.
+   *
+   * The key's state carries over: counts made under one quota are judged against the next (never
+   * more admitted in any window than the larger quota allows). This limiter's deny cache forgets
+   * the key; another instance's cached denial of it lasts at most its `retryAfterMs` (see
+   * `denyCache`).
+   *
+   * @param key - The key, as given to `limit()`.
+   * @param override - See {@link Override}. Checked against this limiter's policies first
+   *   (`SluiceInputError` naming the field: a scale that is not a positive finite number or that
+   *   makes a quota 0 or larger than the policy allows, an unknown policy name, a quota that is not
+   *   a positive integer); nothing is stored then.
+   * @param options - `ttl`: how long it lasts (`"1h"`); without it, until {@link RateLimiter.clearOverride}.
+   * @throws SluiceConfigError (option `"store"`) when the store cannot hold overrides; rejects with
+   *   the store's error when the store fails (nothing is then known to be stored).
+   *
+   * @example
+   * ```ts
+   * await limiter.setOverride("customer-42", { scale: 10 }, { ttl: "1h" });
+   * const decision = await limiter.limit("customer-42"); // decision.override: { scale: 10 }
+   * ```
+   */
+  async setOverride(key: string, override: Override, options?: OverrideOptions): Promise<void> {
+    assertKey(key);
+    const body = overrideText(override, this.policies);
+    if (options !== undefined && (typeof options !== "object" || options === null)) {
+      throw new SluiceInputError(`options must be an object like { ttl }; got ${describe(options)}`, { option: "options" });
+    }
+    for (const k of Object.keys(options ?? {})) {
+      if (k !== "ttl") throw new SluiceInputError(`options.${k} is not an option of setOverride: it takes ttl`, { option: `options.${k}` });
+    }
+    const ttlMs = options?.ttl === undefined ? 0 : durationArg(options.ttl, "ttl");
+    await this.#control(key, { op: "setOverride", override: body, ttlMs });
+  }
+
+  /**
+   * `key`'s live override, as it was set (`undefined` when it has none, or it ended). One round trip.
+   *
+   * @example
+   * ```ts
+   * const override = await limiter.getOverride("customer-42"); // { scale: 10 } or undefined
+   * ```
+   */
+  async getOverride(key: string): Promise<Override | undefined> {
+    assertKey(key);
+    const body = (await this.#control(key, { op: "getOverride" })).override;
+    return body === undefined ? undefined : overrideFromText(body);
+  }
+
+  /**
+   * Removes `key`'s override: its next decision applies the limiter's own quotas. One round trip.
+   *
+   * @example
+   * ```ts
+   * await limiter.clearOverride("customer-42");
+   * ```
+   */
+  async clearOverride(key: string): Promise<void> {
+    assertKey(key);
+    await this.#control(key, { op: "clearOverride" });
+  }
+
+  /**
+   * Blocks `key` by hand for `duration` from now (by the store's clock), on every instance sharing
+   * the store: every request is denied with `reason: "blocked"`, `retryAfterMs` up to the block's
+   * end (or later, when the key's own limits would still deny it then), nothing counted. Replaces a
+   * manual block the key has. One round trip.
+   *
+   * @param duration - `"15m"`, or ms (a positive integer); else `SluiceInputError` (option `"duration"`).
+   *
+   * @example
+   * ```ts
+   * await limiter.block("203.0.113.7", "1h");
+   * ```
+   */
+  async block(key: string, duration: Duration): Promise<void> {
+    assertKey(key);
+    const durationMs = durationArg(duration, "duration");
+    await this.#control(key, { op: "block", durationMs });
+  }
+
+  /**
+   * Lifts `key`'s manual block and its penalty boxes (of this limiter's policies), on every
+   * instance sharing the store; this limiter's deny cache forgets the key. The key's limits apply
+   * again at once (its counts are kept). One round trip.
+   *
+   * @example
+   * ```ts
+   * await limiter.unblock("203.0.113.7");
+   * ```
+   */
+  async unblock(key: string): Promise<void> {
+    assertKey(key);
+    await this.#control(key, { op: "unblock" });
+  }
+
+  /** Runs a `BoundStore.control` command (one round trip) and forgets the key's cached denial. */
+  async #control(key: string, command: StoreCommand): Promise<ControlResult> {
+    const bound = this.#bound;
+    if (typeof bound.control !== "function") {
+      throw new SluiceConfigError("store cannot hold overrides or manual blocks: its bound namespace has no control() method (every Sluice store has one)", { option: "store" });
+    }
+    this.#forgetDenial(key);
+    let result = bound.control(key, command);
+    if (isThenable(result)) result = await this.#withTimeout(result);
+    // a denial that arrived while the command was on its way is older than it
+    this.#forgetDenial(key);
+    return result;
   }
 
   /**

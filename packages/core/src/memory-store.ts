@@ -1,7 +1,8 @@
 import type { Policy } from "./algorithms/index.js";
-import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll } from "./engine.js";
-import { SluiceConfigError, describe } from "./errors.js";
-import { assertNamespace, namespaceKey, policyField } from "./keys.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll } from "./engine.js";
+import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
+import { assertNamespace, encodeKeyPart, namespaceKey, policyField } from "./keys.js";
+import { type ControlResult, type Override, type StoreCommand, effectivePolicies, overrideFromText, unlimitedResults } from "./overrides.js";
 import type { BoundStore, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
@@ -107,6 +108,12 @@ class Slots {
   #free: number[] = [];
   readonly byId = new Map<string, Table>();
   readonly tables: Table[] = [];
+  /**
+   * The keys' overrides and manual blocks, by identifier (`storageKey`: shared by every namespace
+   * with the key's prefix and tier, as in a Redis hash). Not bounded by `maxKeys` and never evicted:
+   * an operator sets them, and they last until they end or are cleared.
+   */
+  readonly controls = new Map<string, KeyControls>();
 
   constructor(
     readonly maxKeys: number,
@@ -130,6 +137,7 @@ class Slots {
   }
 
   clear(): void {
+    this.controls.clear();
     for (const table of this.tables) table.clear();
     this.#free = [];
     this.#used = 0;
@@ -315,7 +323,7 @@ export class MemoryStore implements Store {
     // a penalty box adds numbers to a key's record: a namespace with one never shares a table with one without
     const id = `${namespaceKey(namespace)}\u0000${namespace.policies.map((p) => (p.block === undefined ? policyField(p) : `${policyField(p)}|block`)).join("\u0000")}`;
     const slots = this.#slots;
-    return new MemoryBinding(slots, slots.table(id, layout), layout);
+    return new MemoryBinding(slots, slots.table(id, layout), layout, namespaceKey(namespace));
   }
 }
 
@@ -327,6 +335,16 @@ function allAllowed(results: readonly PolicyResult[]): boolean {
 
 /** A charge that came without marks: a bucket gives nothing back for it. */
 const NO_MARKS: readonly number[] = Object.freeze([]);
+
+/** A key's override and manual block in a {@link MemoryStore} (times in µs). */
+interface KeyControls {
+  /** The override's body, or `undefined`. */
+  body: string | undefined;
+  /** When the override ends (`Number.MAX_SAFE_INTEGER`: never). */
+  overrideEndUs: number;
+  /** When the manual block ends (0: none). */
+  blockUntilUs: number;
+}
 
 /**
  * A MemoryStore namespace. Not exported from the package: `RateLimiter` recognises it to decide
@@ -343,15 +361,22 @@ export class MemoryBinding implements BoundStore {
    * policy is a bucket (see `StoreResult.marks`); `undefined` otherwise. Read like `lastNow`.
    */
   lastMarks: number[] | undefined = undefined;
+  /** The override that applied to the last {@link MemoryBinding.consumePolicies} call, or `undefined`. Read like `lastNow`. */
+  lastOverride: Override | undefined = undefined;
   readonly #slots: Slots;
+  /** The namespace's identifier prefix (`namespaceKey`): a key's identifier is this plus its encoded key. */
+  readonly #nsKey: string;
+  /** The layouts of the effective policies, by override body. */
+  readonly #effective = new Map<string, Layout>();
   readonly #table: Table;
   readonly #layout: Layout;
   readonly #single: Policy | undefined;
   readonly #scratchNum: Float64Array;
   readonly #scratchObj: unknown[] = [];
 
-  constructor(slots: Slots, table: Table, layout: Layout) {
+  constructor(slots: Slots, table: Table, layout: Layout, nsKey: string) {
     this.#slots = slots;
+    this.#nsKey = nsKey;
     this.#table = table;
     this.#layout = layout;
     this.#single = layout.policies.length === 1 && !layout.hasBlock ? layout.policies[0] : undefined;
@@ -361,7 +386,58 @@ export class MemoryBinding implements BoundStore {
   consume(key: string, cost: number, lease = 0): StoreResult {
     const policies = this.consumePolicies(key, cost, lease);
     const marks = this.lastMarks;
-    return marks === undefined ? { now: this.lastNow, policies } : { now: this.lastNow, policies, marks };
+    const result: StoreResult = marks === undefined ? { now: this.lastNow, policies } : { now: this.lastNow, policies, marks };
+    if (this.lastOverride !== undefined) result.override = this.lastOverride;
+    return result;
+  }
+
+  /** The key's live override and manual block (expired parts dropped), or `undefined`. */
+  #controls(key: string, nowUs: number): KeyControls | undefined {
+    const controls = this.#slots.controls;
+    if (controls.size === 0) return undefined;
+    const id = this.#nsKey + encodeKeyPart(key);
+    const c = controls.get(id);
+    if (c === undefined) return undefined;
+    if (c.body !== undefined && c.overrideEndUs <= nowUs) c.body = undefined;
+    if (c.blockUntilUs <= nowUs) c.blockUntilUs = 0;
+    if (c.body === undefined && c.blockUntilUs === 0) {
+      controls.delete(id);
+      return undefined;
+    }
+    return c;
+  }
+
+  /** The layout that applies under an override's body (not `"u"`). */
+  #layoutFor(body: string): Layout {
+    let layout = this.#effective.get(body);
+    if (layout === undefined) {
+      layout = layoutOf(effectivePolicies(this.#layout.policies, body));
+      if (this.#effective.size >= 256) this.#effective.clear();
+      this.#effective.set(body, layout);
+    }
+    return layout;
+  }
+
+  /** The key's record's offsets, or `undefined` when it has none. */
+  #local(key: string): number | undefined {
+    const slot = this.#table.map.get(key);
+    return slot === undefined ? undefined : (this.#slots.links[LINK_WIDTH * slot + LOCAL] as number);
+  }
+
+  /** Every policy's answer now (a cost-`cost` request, written nowhere) under a manual block or an unlimited override. */
+  #answerControlled(key: string, c: KeyControls, nowUs: number, cost: number): PolicyResult[] {
+    const layout = c.body === undefined || c.body === "u" ? this.#layout : this.#layoutFor(c.body);
+    if (c.blockUntilUs === 0 && c.body === "u") return unlimitedResults(this.#layout.policies, Math.floor(nowUs / 1000));
+    const local = this.#local(key);
+    const table = this.#table;
+    if (c.blockUntilUs > 0) {
+      return local === undefined
+        ? manuallyBlocked(layout, new Float64Array(layout.numStride), 0, [], 0, nowUs, cost, c.blockUntilUs)
+        : manuallyBlocked(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, c.blockUntilUs);
+    }
+    return local === undefined
+      ? peekAll(layout, new Float64Array(layout.numStride), 0, [], 0, nowUs)
+      : peekAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs);
   }
 
   /**
@@ -375,6 +451,26 @@ export class MemoryBinding implements BoundStore {
     const layout = this.#layout;
     const nowUs = slots.nowUs();
     this.lastNow = Math.floor(nowUs / 1000);
+    return this.#consumeWith(slots.controls.size === 0 ? undefined : this.#controls(key, nowUs), layout, key, cost, lease, nowUs);
+  }
+
+  #consumeWith(c: KeyControls | undefined, baseLayout: Layout, key: string, cost: number, lease: number, nowUs: number): PolicyResult[] {
+    const slots = this.#slots;
+    const table = this.#table;
+    let layout = baseLayout;
+    let single = this.#single;
+    this.lastOverride = undefined;
+    if (c !== undefined) {
+      this.lastOverride = c.body === undefined ? undefined : overrideFromText(c.body);
+      if (c.blockUntilUs > 0 || c.body === "u") {
+        this.lastMarks = undefined;
+        return this.#answerControlled(key, c, nowUs, cost);
+      }
+      if (c.body !== undefined) {
+        layout = this.#layoutFor(c.body);
+        single = undefined;
+      }
+    }
     const slot = table.map.get(key);
     let local: number;
     if (slot === undefined) {
@@ -388,7 +484,6 @@ export class MemoryBinding implements BoundStore {
       slots.touch(slot);
       local = slots.links[LINK_WIDTH * slot + LOCAL] as number;
     }
-    const single = this.#single;
     const results =
       single !== undefined
         ? [evaluate(single, table.num, local * table.numStride, table.obj, local * table.objStride, nowUs, cost, true, lease)]
@@ -401,6 +496,12 @@ export class MemoryBinding implements BoundStore {
   peek(key: string): StoreResult {
     const slots = this.#slots;
     const nowUs = slots.nowUs();
+    const c = this.#controls(key, nowUs);
+    if (c !== undefined) {
+      const result: StoreResult = { now: Math.floor(nowUs / 1000), policies: this.#answerControlled(key, c, nowUs, 1) };
+      if (c.body !== undefined) result.override = overrideFromText(c.body);
+      return result;
+    }
     const table = this.#table;
     const slot = table.map.get(key);
     let policies;
@@ -414,18 +515,23 @@ export class MemoryBinding implements BoundStore {
   }
 
   reset(key: string): void {
+    // everything stored for the key goes, its override and manual block included (as a Redis DEL)
+    if (this.#slots.controls.size !== 0) this.#slots.controls.delete(this.#nsKey + encodeKeyPart(key));
     const slot = this.#table.map.get(key);
     if (slot !== undefined) this.#slots.remove(slot);
   }
 
   refund(key: string, cost: number, charge: RefundCharge | undefined): StoreResult {
     const slot = this.#table.map.get(key);
-    if (slot !== undefined) {
+    const c = this.#controls(key, this.#slots.nowUs());
+    // under an unlimited override nothing is counted, and nothing is given back
+    if (slot !== undefined && c?.body !== "u") {
+      const layout = c?.body === undefined ? this.#layout : this.#layoutFor(c.body);
       const local = this.#slots.links[LINK_WIDTH * slot + LOCAL] as number;
       const table = this.#table;
       const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
       const marks = charge === undefined ? undefined : (charge.marks ?? NO_MARKS);
-      refundAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks);
+      refundAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks);
     }
     return this.peek(key);
   }
@@ -438,5 +544,65 @@ export class MemoryBinding implements BoundStore {
       releaseAll(this.#layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), lease);
     }
     return this.peek(key);
+  }
+
+  control(key: string, command: StoreCommand): ControlResult {
+    const slots = this.#slots;
+    const nowUs = slots.nowUs();
+    const now = Math.floor(nowUs / 1000);
+    const id = this.#nsKey + encodeKeyPart(key);
+    const op = (command as { op?: unknown } | null)?.op;
+    const live = this.#controls(key, nowUs);
+    if (op === "getOverride") return { now, override: live?.body };
+    if (op === "setOverride") {
+      const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
+      if (typeof body !== "string" || overrideFromText(body) === undefined) {
+        throw new SluiceInputError(`override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
+      }
+      if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+        throw new SluiceInputError(`ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
+      }
+      const c = live ?? { body: undefined, overrideEndUs: 0, blockUntilUs: 0 };
+      c.body = body;
+      c.overrideEndUs = ttlMs === 0 ? Number.MAX_SAFE_INTEGER : nowUs + ttlMs * 1000;
+      slots.controls.set(id, c);
+      return { now, override: body };
+    }
+    if (op === "clearOverride") {
+      if (live !== undefined) {
+        live.body = undefined;
+        if (live.blockUntilUs === 0) slots.controls.delete(id);
+      }
+      return { now, override: undefined };
+    }
+    if (op === "block") {
+      const { durationMs } = command as { durationMs: unknown };
+      if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
+        throw new SluiceInputError(`durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
+      }
+      const c = live ?? { body: undefined, overrideEndUs: 0, blockUntilUs: 0 };
+      c.blockUntilUs = nowUs + durationMs * 1000;
+      slots.controls.set(id, c);
+      return { now, override: c.body };
+    }
+    if (op === "unblock") {
+      if (live !== undefined) {
+        live.blockUntilUs = 0;
+        if (live.body === undefined) slots.controls.delete(id);
+      }
+      // and the namespace's penalty boxes: blocked until 0, offences forgotten
+      const local = this.#local(key);
+      const layout = this.#layout;
+      if (local !== undefined && layout.hasBlock) {
+        const base = local * this.#table.numStride;
+        for (const bo of layout.blockOffsets) {
+          if (bo < 0) continue;
+          this.#table.num[base + bo] = 0;
+          this.#table.num[base + bo + 1] = 0;
+        }
+      }
+      return { now, override: live?.body };
+    }
+    throw new SluiceInputError(`command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
   }
 }

@@ -70,9 +70,10 @@
  * @module
  */
 import { type Policy, algorithmOf } from "./algorithms/index.js";
-import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
+import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedResults } from "./overrides.js";
 import type { PolicyResult, RefundCharge } from "./types.js";
 
 export type {
@@ -99,6 +100,20 @@ export {
   MAX_KEY_LENGTH,
 } from "./keys.js";
 export { toDecision } from "./decision.js";
+// overrides and manual blocks: the commands of BoundStore.control, the stored form, the effective policies
+export {
+  type ControlResult,
+  type Override,
+  type StoreCommand,
+  BLOCK_FIELD,
+  OVERRIDE_FIELD,
+  effectivePolicies,
+  liveOverride,
+  maxQuota,
+  overrideField,
+  overrideFromText,
+  quotaOf,
+} from "./overrides.js";
 // the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
 export { CONCURRENCY_RETRY_MS, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
 
@@ -111,9 +126,10 @@ export { CONCURRENCY_RETRY_MS, POLICY_KINDS, blockDurationMs, isPolicyKind, poli
  *
  * Several limiters with the same prefix and tier (with different policies) share one identifier;
  * each reads and writes only its own fields and carries the others over unchanged (dropping those
- * whose time has passed).
+ * whose time has passed). Two fields belong to the key rather than to a policy:
+ * {@link OVERRIDE_FIELD} (a string: see {@link controlState}) and {@link BLOCK_FIELD}.
  */
-export type StoredState = Record<string, number[]>;
+export type StoredState = Record<string, number[] | string>;
 
 /** What {@link decideState} and {@link peekState} answer. */
 export interface StateDecision {
@@ -132,9 +148,62 @@ export interface StateDecision {
   /**
    * Epoch µs at which every field of the state (the new one, else the one given) is empty again:
    * keep the record until then (a TTL of `ceil((expiresAtUs - nowUs) / 1000)` ms). At or before
-   * `nowUs` the record holds nothing live and may be deleted. 0 when there is no state.
+   * `nowUs` the record holds nothing live and may be deleted. 0 when there is no state;
+   * `Number.MAX_SAFE_INTEGER` while it holds an override without an end (keep it until cleared).
    */
   expiresAtUs: number;
+  /** The key's override that applied (return it as `StoreResult.override`), or absent. */
+  override?: Override;
+}
+
+/** The key's override and manual block at `nowUs`, read from its stored state. */
+interface Controls {
+  /** The live override's body, or `undefined`. */
+  readonly body: string | undefined;
+  /** The manual block's end (µs), or 0. */
+  readonly blockUntilUs: number;
+}
+
+const NO_CONTROLS: Controls = Object.freeze({ body: undefined, blockUntilUs: 0 });
+
+function controlsOf(state: StoredState | undefined, nowUs: number): Controls {
+  if (state === undefined || state === null || typeof state !== "object") return NO_CONTROLS;
+  const o = (state as Record<string, unknown>)[OVERRIDE_FIELD];
+  const b = (state as Record<string, unknown>)[BLOCK_FIELD];
+  if (o === undefined && b === undefined) return NO_CONTROLS;
+  const body = liveOverride(o, nowUs)?.body;
+  const blockUntilUs = isField(b) && b.length === 1 && (b[0] as number) > nowUs ? (b[0] as number) : 0;
+  return { body, blockUntilUs };
+}
+
+/** The policies that apply under `controls` (`undefined` under an unlimited override). */
+function applied(policies: readonly Policy[], controls: Controls): readonly Policy[] | undefined {
+  const body = controls.body;
+  if (body === undefined) return policies;
+  return body === "u" ? undefined : effectivePolicies(policies, body);
+}
+
+/** `decision` with `override` set when one applied. */
+function withOverride(decision: StateDecision, controls: Controls): StateDecision {
+  if (controls.body !== undefined) decision.override = overrideFromText(controls.body) as Override;
+  return decision;
+}
+
+/**
+ * The answer of every policy now (as a peek: a cost-1 request), under the key's override and
+ * manual block.
+ */
+function answerNow(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, controls: Controls, cost = 1): PolicyResult[] {
+  const list = applied(policies, controls);
+  if (controls.blockUntilUs > 0) {
+    const plan = planOf(list ?? policies);
+    const { num, obj } = load(plan, state, nowUs);
+    return manuallyBlocked(plan.layout, num, 0, obj, 0, nowUs, cost, controls.blockUntilUs);
+  }
+  if (list === undefined) return unlimitedResults(policies, Math.floor(nowUs / 1000));
+  const plan = planOf(list);
+  const { num, obj } = load(plan, state, nowUs);
+  return peekAll(plan.layout, num, 0, obj, 0, nowUs);
 }
 
 /** A namespace's policies, their layout and their field names: computed once per list of policies. */
@@ -210,7 +279,14 @@ function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num:
 function latestExpiry(state: StoredState | undefined): number {
   let at = 0;
   if (state === undefined || state === null || typeof state !== "object") return at;
-  for (const value of Object.values(state)) if (isField(value) && (value[0] as number) > at) at = value[0] as number;
+  for (const [field, value] of Object.entries(state)) {
+    if (isField(value)) {
+      if ((value[0] as number) > at) at = value[0] as number;
+    } else if (field === OVERRIDE_FIELD) {
+      const end = liveOverride(value, 0)?.expiresAtUs ?? 0;
+      if (end > at) at = end;
+    }
+  }
   return at;
 }
 
@@ -253,19 +329,27 @@ export function decideState(
   if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease < 0) {
     throw new SluiceInputError(`lease must be a non-negative safe integer; got ${describe(lease)}`, { option: "lease" });
   }
-  const plan = planOf(policies);
+  const controls = controlsOf(state, nowUs);
+  if (controls !== NO_CONTROLS) {
+    // a manual block denies, writing nothing; an unlimited override allows, counting nothing
+    if (controls.blockUntilUs > 0 || controls.body === "u") {
+      return withOverride({ policies: answerNow(policies, state, nowUs, controls, cost), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+    }
+  }
+  const plan = planOf(applied(policies, controls) as readonly Policy[]);
   const { num, obj } = load(plan, state, nowUs);
   const results = consumeAll(plan.layout, num, 0, obj, 0, nowUs, cost, lease);
   for (let i = 0; i < results.length; i++) {
     if (!(results[i] as PolicyResult).allowed) {
       // a denial writes nothing, unless it started a penalty box
-      if (startedBlock(results)) return { policies: results, ...written(plan, state, num, obj, nowUs) };
-      return { policies: results, state: undefined, expiresAtUs: latestExpiry(state) };
+      if (startedBlock(results)) return withOverride({ policies: results, ...written(plan, state, num, obj, nowUs) }, controls);
+      return withOverride({ policies: results, state: undefined, expiresAtUs: latestExpiry(state) }, controls);
     }
   }
   // allowed: every policy consumed
   const marks = chargeMarks(plan.layout, num, 0);
-  return marks === undefined ? { policies: results, ...written(plan, state, num, obj, nowUs) } : { policies: results, marks, ...written(plan, state, num, obj, nowUs) };
+  const decided: StateDecision = marks === undefined ? { policies: results, ...written(plan, state, num, obj, nowUs) } : { policies: results, marks, ...written(plan, state, num, obj, nowUs) };
+  return withOverride(decided, controls);
 }
 
 /** The state to store after the engine changed `num`/`obj`: this namespace's fields, the other limiters' live ones carried over. */
@@ -275,9 +359,17 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
   let latest = 0;
   if (state !== undefined && state !== null && typeof state === "object") {
     for (const [field, value] of Object.entries(state)) {
-      if (isField(value) && (value[0] as number) > nowUs) {
-        next[field] = value;
-        if ((value[0] as number) > latest) latest = value[0] as number;
+      if (isField(value)) {
+        if ((value[0] as number) > nowUs) {
+          next[field] = value;
+          if ((value[0] as number) > latest) latest = value[0] as number;
+        }
+      } else if (field === OVERRIDE_FIELD) {
+        const live = liveOverride(value, nowUs);
+        if (live !== undefined) {
+          next[field] = value;
+          if (live.expiresAtUs > latest) latest = live.expiresAtUs;
+        }
       }
     }
   }
@@ -341,13 +433,17 @@ export function refundState(
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
     throw new SluiceInputError(`cost must be a positive safe integer; got ${describe(cost)}`, { option: "cost" });
   }
-  const plan = planOf(policies);
+  const controls = controlsOf(state, nowUs);
+  const list = applied(policies, controls);
+  // under an unlimited override nothing is counted, and nothing is given back
+  if (list === undefined) return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+  const plan = planOf(list);
   const { num, obj } = load(plan, state, nowUs);
   const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
   const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtUs, charge === undefined ? undefined : (charge.marks ?? NO_MARKS));
-  const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
-  if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
-  return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };
+  if (!changed) return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+  const next = written(plan, state, num, obj, nowUs);
+  return withOverride({ policies: answerNow(policies, next.state, nowUs, controls), ...next }, controls);
 }
 
 /** A charge that came without marks: a bucket gives nothing back for it (it cannot tell what the charge still weighs). */
@@ -369,12 +465,14 @@ export function releaseState(policies: readonly Policy[], state: StoredState | u
   if (typeof lease !== "number" || !Number.isSafeInteger(lease) || lease <= 0) {
     throw new SluiceInputError(`lease must be a positive safe integer; got ${describe(lease)}`, { option: "lease" });
   }
+  // a lease is freed whatever the override: quotas do not change what a lease list holds
+  const controls = controlsOf(state, nowUs);
   const plan = planOf(policies);
   const { num, obj } = load(plan, state, nowUs);
   const changed = releaseAll(plan.layout, num, 0, obj, 0, nowUs, lease);
-  const policiesNow = peekAll(plan.layout, num, 0, obj, 0, nowUs);
-  if (!changed) return { policies: policiesNow, state: undefined, expiresAtUs: latestExpiry(state) };
-  return { policies: policiesNow, ...written(plan, state, num, obj, nowUs) };
+  if (!changed) return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+  const next = written(plan, state, num, obj, nowUs);
+  return withOverride({ policies: answerNow(policies, next.state, nowUs, controls), ...next }, controls);
 }
 
 /**
@@ -388,7 +486,79 @@ export function releaseState(policies: readonly Policy[], state: StoredState | u
  * ```
  */
 export function peekState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number): StateDecision {
-  const plan = planOf(policies);
-  const { num, obj } = load(plan, state, nowUs);
-  return { policies: peekAll(plan.layout, num, 0, obj, 0, nowUs), state: undefined, expiresAtUs: latestExpiry(state) };
+  const controls = controlsOf(state, nowUs);
+  return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+}
+
+/** What {@link controlState} answers. */
+export interface ControlDecision {
+  /** The state to store in place of the one given, or `undefined` when nothing changed. */
+  state: StoredState | undefined;
+  /** As {@link StateDecision.expiresAtUs}. */
+  expiresAtUs: number;
+  /** The body of the key's live override after the command (`ControlResult.override`), or `undefined`. */
+  override: string | undefined;
+}
+
+/**
+ * `BoundStore.control` over a stored state: runs an override or manual-block command on one key's
+ * record. Pure, like {@link decideState}; call it in the same atomic section.
+ *
+ * - `getOverride`: writes nothing; answers the live override's body.
+ * - `setOverride`: stores `"<end µs>,<body>"` in {@link OVERRIDE_FIELD} (end `nowUs + ttlMs × 1000`,
+ *   or 0 with `ttlMs` 0: until cleared, and the record then never expires).
+ * - `clearOverride`: removes it.
+ * - `block`: stores `[nowUs + durationMs × 1000]` in {@link BLOCK_FIELD} (a manual block: every
+ *   request is denied until then, `reason: "blocked"`), replacing any manual block.
+ * - `unblock`: removes it, and every penalty box of `policies` (their `<field>|block`).
+ *
+ * Expired fields of the state are dropped from a state written back, as {@link decideState} does.
+ *
+ * @example
+ * ```ts
+ * control(key, command) {
+ *   const nowUs = Date.now() * 1000;
+ *   const c = controlState(namespace.policies, row?.state, nowUs, command);
+ *   if (c.state !== undefined) await db.put(id, JSON.stringify(c.state), { expiresAtUs: c.expiresAtUs });
+ *   return { now: Math.floor(nowUs / 1000), override: c.override };
+ * }
+ * ```
+ */
+export function controlState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, command: StoreCommand): ControlDecision {
+  const live = liveOverride((state as Record<string, unknown> | undefined)?.[OVERRIDE_FIELD], nowUs);
+  const op = (command as { op?: unknown } | null)?.op;
+  if (op === "getOverride") return { state: undefined, expiresAtUs: latestExpiry(state), override: live?.body };
+  const next: StoredState = {};
+  if (state !== undefined && state !== null && typeof state === "object") {
+    for (const [field, value] of Object.entries(state)) {
+      if (isField(value) ? (value[0] as number) > nowUs : field === OVERRIDE_FIELD && liveOverride(value, nowUs) !== undefined) next[field] = value;
+    }
+  }
+  let override = live?.body;
+  if (op === "setOverride") {
+    const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
+    if (typeof body !== "string" || overrideFromText(body) === undefined) {
+      throw new SluiceInputError(`override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
+    }
+    if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+      throw new SluiceInputError(`ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
+    }
+    next[OVERRIDE_FIELD] = overrideField(body, ttlMs === 0 ? 0 : nowUs + ttlMs * 1000);
+    override = body;
+  } else if (op === "clearOverride") {
+    delete next[OVERRIDE_FIELD];
+    override = undefined;
+  } else if (op === "block") {
+    const { durationMs } = command as { durationMs: unknown };
+    if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
+      throw new SluiceInputError(`durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
+    }
+    next[BLOCK_FIELD] = [nowUs + durationMs * 1000];
+  } else if (op === "unblock") {
+    delete next[BLOCK_FIELD];
+    for (const policy of policies) if (policy.block !== undefined) delete next[blockField(policy)];
+  } else {
+    throw new SluiceInputError(`command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
+  }
+  return { state: next, expiresAtUs: latestExpiry(next), override };
 }

@@ -1,4 +1,5 @@
 import type { Policy } from "./algorithms/index.js";
+import type { ControlResult, Override, StoreCommand } from "./overrides.js";
 
 /** A value, or a promise of it: the in-memory store answers synchronously. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -96,6 +97,12 @@ export interface Decision {
    * Absent when the limiter has no concurrency policy.
    */
   lease?: string;
+  /**
+   * The key's override that applied (`limiter.setOverride`): `limit`, `remaining` and the
+   * policies' results are then the effective ones (the headers' `q` and `r` too). Absent when none
+   * applied.
+   */
+  override?: Override;
 }
 
 /** What a store returns for one decision: the store's clock and one result per policy. */
@@ -111,6 +118,11 @@ export interface StoreResult {
    * never gives back more than the charge still weighs. Absent when no policy needs one.
    */
   marks?: readonly number[];
+  /**
+   * The key's override that applied to this decision (see `limiter.setOverride`), or absent when
+   * none did. A store that keeps overrides (`BoundStore.control`) reports it.
+   */
+  override?: Override | undefined;
 }
 
 /**
@@ -180,6 +192,17 @@ export interface BoundStore {
    * still fails a call after `timeoutMs`.
    */
   extendTimeout?(waitedMs: number, timeoutMs: number): number;
+  /**
+   * Overrides and manual blocks (`limiter.setOverride`, `getOverride`, `clearOverride`, `block`,
+   * `unblock`): runs `command` on the record of `key`, atomically, in one round trip, with the
+   * store's clock (see `controlState` in `@sluice/core/store` for the exact semantics, and the
+   * fields it keeps next to the policies'). Every Sluice store has it; a store without it cannot
+   * hold overrides (those limiter methods then throw `SluiceConfigError`, option `"store"`), and
+   * its decisions apply none. A store that has it applies the key's override and manual block in
+   * every `consume`, `peek`, `refund` and `release`, and reports the override in
+   * `StoreResult.override`.
+   */
+  control?(key: string, command: StoreCommand): MaybePromise<ControlResult>;
 }
 
 /**

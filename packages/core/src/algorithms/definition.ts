@@ -73,6 +73,18 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
   /** The largest cost the policy can ever admit (beyond it: `cost-exceeds-limit`). */
   maxCost(policy: P): number;
   /**
+   * The largest quota an override (`limiter.setOverride`) may give this policy: Redis mirrors it
+   * as a constant, and a quota above it is clamped to it.
+   */
+  maxQuota(policy: P): number;
+  /**
+   * The policy with quota `quota` in place of its own (an override's effective policy): the same
+   * name, kind and penalty box, the rest scaled so that the algorithm's shape holds (a window keeps
+   * its length; a bucket's rate scales with its size, so that it still fills in about the same
+   * time). `quota` is a positive safe integer at most {@link AlgorithmDefinition.maxQuota}.
+   */
+  withQuota(policy: P, quota: number): P;
+  /**
    * The quota unit of a policy that counts something other than requests per window (the IETF
    * `qu` parameter: `"concurrent-requests"` for the concurrency cap, whose `RateLimit-Policy`
    * member then has no `w`); absent for a policy with a window (`w` = `windowSeconds`).

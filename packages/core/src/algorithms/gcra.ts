@@ -12,6 +12,12 @@ import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isCount, numericS
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
 export const MAX_GCRA_SPAN_US = 2 ** 50;
 
+/**
+ * The largest burst an override may give a bucket (2^40): with `T' >= 1` and the span of the
+ * base policy at most 2^50 µs, every time the algorithm computes stays an exact integer.
+ */
+export const MAX_GCRA_QUOTA = 2 ** 40;
+
 /** What a bucket policy holds for the GCRA. */
 export interface GcraPolicy extends PolicyCommon {
   readonly kind: string;
@@ -110,6 +116,21 @@ export const gcraParts = {
     p.limit === p.burst &&
     (p.burst + p.queue) * p.emissionIntervalUs <= MAX_GCRA_SPAN_US,
   maxCost: (p: GcraPolicy): number => p.burst + p.queue,
+  maxQuota: (): number => MAX_GCRA_QUOTA,
+  /**
+   * A bucket with `quota` units of burst: the queue scales alike (`floor(queue × quota / burst)`)
+   * and so does the rate (`T' = max(1, ceil(T × burst / quota))`), so that it still fills in about
+   * the same time. The same arithmetic in Lua.
+   */
+  withQuota: <P extends GcraPolicy>(p: P, quota: number): P =>
+    Object.freeze({
+      ...p,
+      limit: quota,
+      burst: quota,
+      ...("capacity" in p ? { capacity: quota } : {}),
+      queue: Math.floor((p.queue * quota) / p.burst),
+      emissionIntervalUs: Math.max(1, Math.ceil((p.emissionIntervalUs * p.burst) / quota)),
+    }),
   evaluate,
   refund,
   /** The TAT right after the charge. */

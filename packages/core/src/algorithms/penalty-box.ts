@@ -103,7 +103,7 @@ export function applyBlocks(layout: BlockLayout, results: PolicyResult[], num: F
  * at the later of the block's end and the policy's own retry time for the request (a denial's
  * `retryAfterMs`; 0 for a policy that would have allowed it), so that the retry passes.
  */
-function markBlocked(r: PolicyResult, nowUs: number, ms: number): void {
+export function markBlocked(r: PolicyResult, nowUs: number, ms: number): void {
   const nowMs = Math.floor(nowUs / 1000);
   const own = r.allowed ? 0 : r.retryAfterMs;
   const wait = own > ms ? own : ms;

@@ -42,12 +42,16 @@ export function windowPolicy<K extends string>(kind: K, options: unknown): Windo
 export function windowParts<P extends WindowPolicy<string>>(
   factory: (options: WindowOptions) => P,
   isValid: (policy: Record<string, unknown>) => boolean = () => true,
-): Pick<AlgorithmDefinition<P>, "leases" | "create" | "options" | "isValid" | "maxCost"> {
+  maxQuota: (policy: P) => number = () => Number.MAX_SAFE_INTEGER,
+): Pick<AlgorithmDefinition<P>, "leases" | "create" | "options" | "isValid" | "maxCost" | "maxQuota" | "withQuota"> {
   return {
     leases: false,
     create: (options) => factory(options as unknown as WindowOptions),
     options: (p) => ({ limit: p.limit, window: p.windowMs }),
     isValid: (p) => isDurationMs(p.windowMs) && isValid(p),
     maxCost: (p) => p.limit,
+    maxQuota,
+    // a window keeps its length: only the limit changes
+    withQuota: (p, quota) => Object.freeze({ ...p, limit: quota }),
   };
 }

@@ -108,6 +108,8 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
   options: (p) => ({ limit: p.limit, lease: p.leaseMs }),
   isValid: (p) => p.block === undefined && isDurationMs(p.leaseMs),
   maxCost: () => Infinity, // one slot per request, whatever its cost
+  maxQuota: () => Number.MAX_SAFE_INTEGER,
+  withQuota: (p, quota) => Object.freeze({ ...p, limit: quota }),
   quotaUnit: "concurrent-requests",
 
   /**

@@ -59,7 +59,12 @@ function retryMs(W: number, limit: number, r: number, prev: number, cur: number,
 }
 
 export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = {
-  ...windowParts(slidingWindow, (p) => (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER),
+  ...windowParts(
+    slidingWindow,
+    (p) => (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER,
+    // the weighted count (limit × window) stays a safe integer
+    (p) => Math.floor(Number.MAX_SAFE_INTEGER / p.windowMs),
+  ),
   kind: "slidingWindow",
   code: "sw",
   numWidth: 3,
