@@ -4,15 +4,16 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 5828573ece9a82886e3fa535534b9ac1e0984379; below this header, the script byte for byte)
+-- (EVALSHA 86661c7ac9ceaef86f9d75a2dfc2d7fc0b1f57a3; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
--- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
+-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy; for a consume
 -- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
--- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),
--- then nothing more.
+-- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
+-- then nothing more,
+-- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
@@ -26,8 +27,79 @@ end
 local now_ms = floor(now_us / 1000)
 local lease = 0
 if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end
-local stored = redis.call('HMGET', KEYS[1], "exports|cc", "per-hour|fw", '@expires')
+local stored = redis.call('HMGET', KEYS[1], "exports|cc", "per-hour|fw", '@expires', '|override', '|block')
 local expires_at = tonumber(stored[3])
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'x'
+-- each policy's quota-derived values, per key: the policy's own unless an override changes them
+local cc1_limit = 2
+local fw2_limit = 100
+-- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),
+-- its manual block (its end, µs, while it runs) and the fields of either that ended (stale: dropped at the next write)
+local override, unlimited, persist, manual, stale
+if stored[4] then
+  local till, scale, quotas
+  local end_digits, body = match(stored[4], '^(%d+),(.*)$')
+  if end_digits then till = end_digits + 0 end
+  if till and till <= 9007199254740991 and (till == 0 or till > now_us) then
+    local kind = sub(body, 1, 2)
+    if body == 'u' then
+      unlimited = true
+    elseif kind == 's,' then
+      scale = tonumber(sub(body, 3))
+      if scale and not (scale > 0 and scale < math.huge) then scale = nil end
+    elseif kind == 'q,' then
+      quotas = {}
+      for part in gmatch(sub(body, 3) .. ',', '([^,]*),') do
+        local name, quota = match(part, '^(.*)=([^=]*)$')
+        quota = tonumber(quota)
+        if not name or name == '' or not quota or quota < 1 or quota > 9007199254740991 or quota ~= floor(quota) then
+          quotas = nil
+          break
+        end
+        quotas[name] = quota
+      end
+    end
+  end
+  if unlimited or scale or quotas then
+    override, persist = body, till == 0
+  else
+    stale = { '|override' }
+  end
+  if unlimited then pass = false end
+  if scale or quotas then
+    -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
+    local q
+    -- cc1: quota 2, at most 9007199254740991
+    if scale then q = floor(2 * scale) else q = quotas["exports"] end
+    if q then
+      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q ~= 2 then
+        cc1_limit = q
+      end
+    end
+    -- fw2: quota 100, at most 9007199254740991
+    if scale then q = floor(100 * scale) else q = quotas["per-hour"] end
+    if q then
+      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q ~= 100 then
+        fw2_limit = q
+      end
+    end
+  end
+end
+if stored[5] then
+  manual = tonumber(stored[5])
+  if manual and manual > now_us then
+    pass = false
+  else
+    manual = nil
+    if stale then stale[2] = '|block' else stale = { '|block' } end
+  end
+end
+if unlimited and not manual and ARGV[2] ~= 'x' then
+  -- an unlimited override: every policy allows with its whole quota; nothing is counted
+  return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
+end
 
 -- cc1: concurrency "exports", limit 2 in flight, leases of 30000000 µs; stored: the leases, "expires:id,expires:id,..." (µs)
 local cc1_expires, cc1_ids = {}, {}
@@ -53,9 +125,8 @@ end
 local fw2_new_window, fw2_new_count
 
 -- consume, every policy allowing: decided, written and answered right here
-local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'x'
 if pass then -- cc1
-  pass = cost ~= math.huge and #cc1_expires < 2
+  pass = cost ~= math.huge and #cc1_expires < cc1_limit
 end
 if pass then -- fw2
   local window = floor(now_ms / 3600000)
@@ -63,7 +134,7 @@ if pass then -- fw2
   if fw2_window == window then count = fw2_count end
   fw2_new_window = window
   fw2_new_count = count + cost
-  pass = cost <= 100 - count
+  pass = cost <= fw2_limit - count
 end
 if pass then
   do
@@ -78,42 +149,45 @@ if pass then
   else
     expires_at = expires + 1000000
     redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), '@expires', fmt('%.0f', expires_at))
-    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
+    if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
+  if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
   local cc1_earliest = now_us + 30000000
   for j = 1, #cc1_expires do
     if cc1_expires[j] < cc1_earliest then cc1_earliest = cc1_expires[j] end
   end
-  return { now_ms, 1, 2 - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), 0, 1, 100 - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000, 0 }
+  return { now_ms, 1, cc1_limit - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000, 0, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the
 -- denial) returns its 6 numbers; the reply is assembled from tables
 -- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)
+-- and the override
 local function answer(...)
   local out = { now_ms }
   for _, r in ipairs({ ... }) do
     for j = 1, 7 do out[#out + 1] = r[j] or 0 end
   end
+  out[#out + 1] = override
   return out
 end
 -- cc1
 local function cc1_decide(c)
-  if c ~= math.huge and #cc1_expires < 2 then
+  if c ~= math.huge and #cc1_expires < cc1_limit then
     local cc1_earliest = now_us + 30000000
     for j = 1, #cc1_expires do
       if cc1_expires[j] < cc1_earliest then cc1_earliest = cc1_expires[j] end
     end
-    return 1, 2 - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000))
+    return 1, cc1_limit - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000))
   end
   -- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release)
-  if #cc1_expires == 0 then return 0, 2, now_ms, 0, 0, now_ms end
+  if #cc1_expires == 0 then return 0, cc1_limit, now_ms, 0, 0, now_ms end
   local earliest = math.huge
   for j = 1, #cc1_expires do
     if cc1_expires[j] < earliest then earliest = cc1_expires[j] end
   end
   local wait = math.min(1000, ceil((earliest - now_us) / 1000))
-  return 0, max(0, 2 - #cc1_expires), ceil(cc1_latest / 1000), wait, 0, now_ms + wait
+  return 0, max(0, cc1_limit - #cc1_expires), ceil(cc1_latest / 1000), wait, 0, now_ms + wait
 end
 -- fw2
 local function fw2_decide(c)
@@ -122,18 +196,18 @@ local function fw2_decide(c)
   if fw2_window == window then count = fw2_count end
   fw2_new_window = window
   fw2_new_count = count + c
-  if c <= 100 - count then
-    return 1, 100 - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000
+  if c <= fw2_limit - count then
+    return 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, 0, (fw2_new_window + 1) * 3600000
   end
   -- denied: the same cost passes when the window ends, unless it is more than the limit
   local reset_at = (window + 1) * 3600000
-  if c <= 100 then return 0, 100 - count, reset_at, reset_at - now_ms, 0, reset_at end
-  return 0, 100 - count, reset_at, -1, 0, reset_at
+  if c <= fw2_limit then return 0, fw2_limit - count, reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, fw2_limit - count, reset_at, -1, 0, reset_at
 end
 
-if ARGV[2] == 'r' then
+if ARGV[2] == 'r' and not unlimited then
   -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
-  -- then answer as a peek
+  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
@@ -148,9 +222,11 @@ if ARGV[2] == 'r' then
   end
   if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
   if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end
+  if stale and #writes + #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
 end
 if ARGV[2] == 'x' then
-  -- release: free lease ARGV[4] on every concurrency cap (expired leases go too), then answer as a peek
+  -- release: free lease ARGV[4] on every concurrency cap (expired leases go too), whatever the override, then
+  -- answer as a peek
   do
     local kept_expires, kept_ids, parts = {}, {}, {}
     local latest = 0
@@ -169,6 +245,37 @@ if ARGV[2] == 'x' then
     end
     cc1_expires, cc1_ids, cc1_latest = kept_expires, kept_ids, latest
   end
+  if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
+end
+if manual then
+  -- a block runs: a blocked policy denies until the later of the block's end and its own retry time for the
+  -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,
+  -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.
+  local asked = cost
+  if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then asked = 1 end
+  local function while_blocked(decide, till)
+    local r = { decide(asked) }
+    if r[1] == 1 then
+      r = { decide(math.huge) }
+      r[1], r[4], r[5] = 1, 0, 0
+    end
+    r[7] = 0
+    if till and till > now_us then
+      local ms = ceil((till - now_us) / 1000)
+      local wait = ms
+      if r[1] == 0 and (r[4] == -1 or r[4] > ms) then wait = r[4] end
+      r[1], r[2], r[4], r[5] = 0, 0, wait, 0
+      if wait == -1 then r[6] = now_ms + ms else r[6] = now_ms + wait end
+      if r[3] < r[6] then r[3] = r[6] end
+      r[7] = now_ms + ms
+    end
+    return r
+  end
+  return answer(while_blocked(cc1_decide, manual), while_blocked(fw2_decide, manual))
+end
+if unlimited then
+  -- an unlimited override (after a refund or a release): every policy allows with its whole quota
+  return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
 end
 if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now

@@ -5,14 +5,15 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 8b1c64a311ca4bf0bff24777c36cb0364d8cebe9; below this header, the script byte for byte)
+-- (EVALSHA 45c9a4fb203e7ec00ac69db640ec62b37a80610f; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
--- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.
+-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
--- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),
--- then one mark per bucket (tb3: its TAT right after an allowed consume, µs; 0 otherwise).
+-- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
+-- then one mark per bucket (tb3: its TAT right after an allowed consume, µs; 0 otherwise),
+-- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
 local cost = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
@@ -24,8 +25,89 @@ else
   now_us = time[1] * 1000000 + time[2]
 end
 local now_ms = floor(now_us / 1000)
-local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires')
+local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires', '|override', '|block')
 local expires_at = tonumber(stored[4])
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'
+-- each policy's quota-derived values, per key: the policy's own unless an override changes them
+local sw1_limit, sw1_lw = 100, 6000000
+local fw2_limit = 10000
+local tb3_t, tb3_bt, tb3_max = 200000, 4000000, 20
+-- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),
+-- its manual block (its end, µs, while it runs) and the fields of either that ended (stale: dropped at the next write)
+local override, unlimited, persist, manual, stale
+if stored[5] then
+  local till, scale, quotas
+  local end_digits, body = match(stored[5], '^(%d+),(.*)$')
+  if end_digits then till = end_digits + 0 end
+  if till and till <= 9007199254740991 and (till == 0 or till > now_us) then
+    local kind = sub(body, 1, 2)
+    if body == 'u' then
+      unlimited = true
+    elseif kind == 's,' then
+      scale = tonumber(sub(body, 3))
+      if scale and not (scale > 0 and scale < math.huge) then scale = nil end
+    elseif kind == 'q,' then
+      quotas = {}
+      for part in gmatch(sub(body, 3) .. ',', '([^,]*),') do
+        local name, quota = match(part, '^(.*)=([^=]*)$')
+        quota = tonumber(quota)
+        if not name or name == '' or not quota or quota < 1 or quota > 9007199254740991 or quota ~= floor(quota) then
+          quotas = nil
+          break
+        end
+        quotas[name] = quota
+      end
+    end
+  end
+  if unlimited or scale or quotas then
+    override, persist = body, till == 0
+  else
+    stale = { '|override' }
+  end
+  if unlimited then pass = false end
+  if scale or quotas then
+    -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
+    local q
+    -- sw1: quota 100, at most 150119987579
+    if scale then q = floor(100 * scale) else q = quotas["per-minute"] end
+    if q then
+      if q < 1 then q = 1 elseif q > 150119987579 then q = 150119987579 end
+      if q ~= 100 then
+        sw1_limit, sw1_lw = q, q * 60000
+      end
+    end
+    -- fw2: quota 10000, at most 9007199254740991
+    if scale then q = floor(10000 * scale) else q = quotas["per-day"] end
+    if q then
+      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q ~= 10000 then
+        fw2_limit = q
+      end
+    end
+    -- tb3: quota 20, at most 1099511627776
+    if scale then q = floor(20 * scale) else q = quotas["burst"] end
+    if q then
+      if q < 1 then q = 1 elseif q > 1099511627776 then q = 1099511627776 end
+      if q ~= 20 then
+        tb3_t = max(1, ceil(200000 * 20 / q))
+        tb3_bt, tb3_max = q * tb3_t, q
+      end
+    end
+  end
+end
+if stored[6] then
+  manual = tonumber(stored[6])
+  if manual and manual > now_us then
+    pass = false
+  else
+    manual = nil
+    if stale then stale[2] = '|block' else stale = { '|block' } end
+  end
+end
+if unlimited and not manual then
+  -- an unlimited override: every policy allows with its whole quota; nothing is counted
+  return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
+end
 
 -- sw1: slidingWindow "per-minute", limit 100 per 60000 ms; stored: "window:previous:current"
 local sw1_window, sw1_previous, sw1_current
@@ -48,7 +130,6 @@ local tb3_tat = tonumber(stored[3])
 local tb3_new_tat
 
 -- consume, every policy allowing: decided, written and answered right here
-local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'
 if pass then -- sw1
   local window = floor(now_ms / 60000)
   local previous, current = 0, 0
@@ -59,7 +140,7 @@ if pass then -- sw1
     previous = sw1_current
   end
   sw1_new_window, sw1_new_previous, sw1_new_current = window, previous, current + cost
-  pass = cost <= 100 - current and previous * (60000 - (now_ms - window * 60000)) <= (100 - current - cost) * 60000
+  pass = cost <= sw1_limit - current and previous * (60000 - (now_ms - window * 60000)) <= (sw1_limit - current - cost) * 60000
 end
 if pass then -- fw2
   local window = floor(now_ms / 86400000)
@@ -67,13 +148,13 @@ if pass then -- fw2
   if fw2_window == window then count = fw2_count end
   fw2_new_window = window
   fw2_new_count = count + cost
-  pass = cost <= 10000 - count
+  pass = cost <= fw2_limit - count
 end
 if pass then -- tb3
   local tat = tb3_tat
   if tat == nil or tat < now_us then tat = now_us end
-  tb3_new_tat = tat + cost * 200000
-  pass = cost <= 20 and now_us - (tb3_new_tat - 4000000) >= 0
+  tb3_new_tat = tat + cost * tb3_t
+  pass = cost <= tb3_max and now_us - (tb3_new_tat - tb3_bt) >= 0
 end
 if pass then
   local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
@@ -82,52 +163,55 @@ if pass then
   else
     expires_at = expires + 1000000
     redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
-    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))
+    if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
+  if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
   local sw1_into = now_ms - sw1_new_window * 60000
-  local sw1_remaining = max(0, floor((6000000 - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
+  local sw1_remaining = max(0, floor((sw1_lw - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
   local sw1_refill_at = now_ms
-  if sw1_remaining < 100 then
+  if sw1_remaining < sw1_limit then
     local into, previous, current, units = sw1_into, sw1_new_previous, sw1_new_current, sw1_remaining + 1
-    local spare = 100 - current - units
+    local spare = sw1_limit - current - units
     local slid = 0
     if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
     local wait = 60000 - into
     if slid > 0 then
       wait = wait - slid
     elseif current > 0 then
-      wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
+      wait = wait + max(0, 60000 - floor(((sw1_limit - units) * 60000) / current))
     end
     sw1_refill_at = now_ms + wait
   end
-  local tb3_diff = now_us - (tb3_new_tat - 4000000)
+  local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
   local tb3_refill_at = now_ms
-  if tb3_diff < 4000000 then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / 200000) + 1) * 200000 - tb3_diff) / 1000) end
-  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat }
+  if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / tb3_t) + 1) * tb3_t - tb3_diff) / 1000) end
+  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the
 -- denial) returns its 6 numbers; the reply is assembled from tables
 -- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)
+-- and the override
 local function answer(...)
   local out = { now_ms }
   for _, r in ipairs({ ... }) do
     for j = 1, 7 do out[#out + 1] = r[j] or 0 end
   end
   out[#out + 1] = 0
+  out[#out + 1] = override
   return out
 end
 -- sw1
 -- the least wait (ms) after which 'units' pass with the state unchanged
 local function sw1_retry(into, previous, current, units)
-  local spare = 100 - current - units
+  local spare = sw1_limit - current - units
   local slid = 0
   if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
   local wait = 60000 - into
   if slid > 0 then
     wait = wait - slid
   elseif current > 0 then
-    wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
+    wait = wait + max(0, 60000 - floor(((sw1_limit - units) * 60000) / current))
   end
   return wait
 end
@@ -141,20 +225,20 @@ local function sw1_decide(c)
     previous = sw1_current
   end
   sw1_new_window, sw1_new_previous, sw1_new_current = window, previous, current + c
-  if c <= 100 - current and previous * (60000 - (now_ms - window * 60000)) <= (100 - current - c) * 60000 then
+  if c <= sw1_limit - current and previous * (60000 - (now_ms - window * 60000)) <= (sw1_limit - current - c) * 60000 then
     local sw1_into = now_ms - sw1_new_window * 60000
-    local sw1_remaining = max(0, floor((6000000 - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
+    local sw1_remaining = max(0, floor((sw1_lw - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
     local sw1_refill_at = now_ms
-    if sw1_remaining < 100 then
+    if sw1_remaining < sw1_limit then
       local into, previous, current, units = sw1_into, sw1_new_previous, sw1_new_current, sw1_remaining + 1
-      local spare = 100 - current - units
+      local spare = sw1_limit - current - units
       local slid = 0
       if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
       local wait = 60000 - into
       if slid > 0 then
         wait = wait - slid
       elseif current > 0 then
-        wait = wait + max(0, 60000 - floor(((100 - units) * 60000) / current))
+        wait = wait + max(0, 60000 - floor(((sw1_limit - units) * 60000) / current))
       end
       sw1_refill_at = now_ms + wait
     end
@@ -162,12 +246,12 @@ local function sw1_decide(c)
   end
   -- denied: back to the full quota once the current count (else the previous one) has slid out
   local into = now_ms - window * 60000
-  local remaining = max(0, floor((6000000 - previous * (60000 - into)) / 60000) - current)
+  local remaining = max(0, floor((sw1_lw - previous * (60000 - into)) / 60000) - current)
   local reset_at = now_ms
   if current > 0 then reset_at = (window + 2) * 60000 elseif previous > 0 then reset_at = (window + 1) * 60000 end
   local refill_at = now_ms
-  if remaining < 100 then refill_at = now_ms + sw1_retry(into, previous, current, remaining + 1) end
-  if c > 100 then return 0, remaining, reset_at, -1, 0, refill_at end
+  if remaining < sw1_limit then refill_at = now_ms + sw1_retry(into, previous, current, remaining + 1) end
+  if c > sw1_limit then return 0, remaining, reset_at, -1, 0, refill_at end
   return 0, remaining, reset_at, sw1_retry(into, previous, current, c), 0, refill_at
 end
 -- fw2
@@ -177,37 +261,37 @@ local function fw2_decide(c)
   if fw2_window == window then count = fw2_count end
   fw2_new_window = window
   fw2_new_count = count + c
-  if c <= 10000 - count then
-    return 1, 10000 - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000
+  if c <= fw2_limit - count then
+    return 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000
   end
   -- denied: the same cost passes when the window ends, unless it is more than the limit
   local reset_at = (window + 1) * 86400000
-  if c <= 10000 then return 0, 10000 - count, reset_at, reset_at - now_ms, 0, reset_at end
-  return 0, 10000 - count, reset_at, -1, 0, reset_at
+  if c <= fw2_limit then return 0, fw2_limit - count, reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, fw2_limit - count, reset_at, -1, 0, reset_at
 end
 -- tb3
 local function tb3_decide(c)
   local tat = tb3_tat
   if tat == nil or tat < now_us then tat = now_us end
-  tb3_new_tat = tat + c * 200000
-  if c <= 20 and now_us - (tb3_new_tat - 4000000) >= 0 then
-    local tb3_diff = now_us - (tb3_new_tat - 4000000)
+  tb3_new_tat = tat + c * tb3_t
+  if c <= tb3_max and now_us - (tb3_new_tat - tb3_bt) >= 0 then
+    local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
     local tb3_refill_at = now_ms
-    if tb3_diff < 4000000 then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / 200000) + 1) * 200000 - tb3_diff) / 1000) end
-    return 1, floor(tb3_diff / 200000), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at
+    if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / tb3_t) + 1) * tb3_t - tb3_diff) / 1000) end
+    return 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at
   end
   -- denied: the credit now (µs) says what is left; the same cost passes once the credit after it
   -- (now - (new_tat - burst*T)) reaches 0
-  local credit = now_us - tat + 4000000
+  local credit = now_us - tat + tb3_bt
   local refill_at = now_ms
-  if credit < 4000000 then refill_at = now_ms + ceil(((floor(credit / 200000) + 1) * 200000 - credit) / 1000) end
-  if c > 20 then return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), -1, 0, refill_at end
-  return 0, max(0, floor(credit / 200000)), ceil(tat / 1000), ceil((tb3_new_tat - 4000000 - now_us) / 1000), 0, refill_at
+  if credit < tb3_bt then refill_at = now_ms + ceil(((floor(credit / tb3_t) + 1) * tb3_t - credit) / 1000) end
+  if c > tb3_max then return 0, max(0, floor(credit / tb3_t)), ceil(tat / 1000), -1, 0, refill_at end
+  return 0, max(0, floor(credit / tb3_t)), ceil(tat / 1000), ceil((tb3_new_tat - tb3_bt - now_us) / 1000), 0, refill_at
 end
 
-if ARGV[2] == 'r' then
+if ARGV[2] == 'r' and not unlimited then
   -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
-  -- then answer as a peek
+  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
@@ -235,7 +319,7 @@ if ARGV[2] == 'r' then
   if tb3_tat ~= nil and tb3_tat > now_us then
     local mark = tb3_tat
     if charged_ms >= 0 then mark = tonumber(ARGV[7]) or 0 end
-    local back = math.min(refund_cost * 200000, mark - now_us, tb3_tat - now_us)
+    local back = math.min(refund_cost * tb3_t, mark - now_us, tb3_tat - now_us)
     if back > 0 then
       tb3_tat = tb3_tat - back
       changed("burst|tb", fmt('%.0f', tb3_tat))
@@ -243,6 +327,37 @@ if ARGV[2] == 'r' then
   end
   if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
   if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end
+  if stale and #writes + #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
+end
+if manual then
+  -- a block runs: a blocked policy denies until the later of the block's end and its own retry time for the
+  -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,
+  -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.
+  local asked = cost
+  if ARGV[2] == 'p' or ARGV[2] == 'r' then asked = 1 end
+  local function while_blocked(decide, till)
+    local r = { decide(asked) }
+    if r[1] == 1 then
+      r = { decide(math.huge) }
+      r[1], r[4], r[5] = 1, 0, 0
+    end
+    r[7] = 0
+    if till and till > now_us then
+      local ms = ceil((till - now_us) / 1000)
+      local wait = ms
+      if r[1] == 0 and (r[4] == -1 or r[4] > ms) then wait = r[4] end
+      r[1], r[2], r[4], r[5] = 0, 0, wait, 0
+      if wait == -1 then r[6] = now_ms + ms else r[6] = now_ms + wait end
+      if r[3] < r[6] then r[3] = r[6] end
+      r[7] = now_ms + ms
+    end
+    return r
+  end
+  return answer(while_blocked(sw1_decide, manual), while_blocked(fw2_decide, manual), while_blocked(tb3_decide, manual))
+end
+if unlimited then
+  -- an unlimited override (after a refund or a release): every policy allows with its whole quota
+  return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
 end
 if ARGV[2] == 'p' or ARGV[2] == 'r' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now

@@ -185,7 +185,9 @@ class ScriptBinding implements BoundStore {
     const n = this.#names.length;
     const marked = this.#marked;
     const length = 1 + 7 * n + marked.length;
-    if (!Array.isArray(reply) || reply.length !== length || !reply.every(Number.isSafeInteger)) {
+    // the numbers, then the body of the key's live override when it has one
+    const body = Array.isArray(reply) && reply.length === length + 1 ? reply[length] : undefined;
+    if (!Array.isArray(reply) || (reply.length !== length && typeof body !== "string") || !numbersUpTo(reply, length)) {
       throw new SluiceStoreError(
         `[sluice] [redis] malformed reply from the decide script: expected ${length} integers; got ${preview(reply)}`,
       );
@@ -264,6 +266,12 @@ class ScriptBinding implements BoundStore {
       throw new SluiceStoreError(`[sluice] [redis] reset failed: ${messageOf(error)}`, { cause: error });
     }
   }
+}
+
+/** Whether the first `length` entries of `reply` are safe integers. */
+function numbersUpTo(reply: unknown[], length: number): boolean {
+  for (let i = 0; i < length; i++) if (!Number.isSafeInteger(reply[i])) return false;
+  return true;
 }
 
 /** A short, safe rendering of a reply for an error message. */

@@ -63,6 +63,45 @@ export const EXPIRES_FIELD = "@expires";
 /** How far past the state's expiry the TTL is set, so a hot key needs a PEXPIRE about once a second, not per request. */
 const TTL_SLACK_US = 1_000_000;
 
+/** The hash field holding the key's override, `"<expires µs (0: never)>,<body>"` (core's `OVERRIDE_FIELD`). */
+export const OVERRIDE_FIELD = "|override";
+/** The hash field holding the end (µs) of the key's manual block (core's `BLOCK_FIELD`). */
+export const BLOCK_FIELD = "|block";
+/** Number.MAX_SAFE_INTEGER, written out (a stored time or quota above it is malformed, as in core). */
+const MAX_SAFE = int(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Lua reading an `|override` field's value (`value`, a string) as core's `liveOverride` does: sets
+ * the locals `unlimited` (true for `u`), `scale` or `quotas` (a table of name to quota) when the
+ * override is live at `now_us` and well formed, and `till` (its end, µs; 0: never); else none of
+ * the three. A live override has an end of 0 or later than now; a scale is a positive finite
+ * number, a quota a positive safe integer (the last of a name's entries counts).
+ */
+function parseOverride(value: string): string {
+  return `local end_digits, body = match(${value}, '^(%d+),(.*)$')
+if end_digits then till = end_digits + 0 end
+if till and till <= ${MAX_SAFE} and (till == 0 or till > now_us) then
+  local kind = sub(body, 1, 2)
+  if body == 'u' then
+    unlimited = true
+  elseif kind == 's,' then
+    scale = tonumber(sub(body, 3))
+    if scale and not (scale > 0 and scale < math.huge) then scale = nil end
+  elseif kind == 'q,' then
+    quotas = {}
+    for part in gmatch(sub(body, 3) .. ',', '([^,]*),') do
+      local name, quota = match(part, '^(.*)=([^=]*)$')
+      quota = tonumber(quota)
+      if not name or name == '' or not quota or quota < 1 or quota > ${MAX_SAFE} or quota ~= floor(quota) then
+        quotas = nil
+        break
+      end
+      quotas[name] = quota
+    end
+  end
+end`;
+}
+
 /** `text` with every line indented (by two spaces unless told), as one entry of a list of lines; none for empty text. */
 const block = (text: string, by = "  "): string[] => (text === "" ? [] : [indent(text, by)]);
 
@@ -105,7 +144,14 @@ function prefixOf(policy: Policy, i: number): string {
  * and the mode's own argument: for a refund, when the refunded request was charged (ms); for a
  * consume or a release, the lease id (a positive integer) under which an allowed request holds its
  * slot of every concurrency cap, or the lease to free. Returns `{ now_ms, then per policy: allowed
- * (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt, blocked (1/0) }`.
+ * (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt, blockedUntil (0: none)
+ * }`, then one mark per bucket, then the body of the key's live override (a string) when it has one.
+ *
+ * The key's override (`|override`) and manual block (`|block`) are read by the same HMGET as the
+ * policies' state. Each policy's quota-derived values (a window's limit, a bucket's emission
+ * interval, burst × T, queue × T and largest cost) are per-key locals, set from the policy's
+ * constants and, under a `scale` or `quotas` override, recomputed once before anything reads them;
+ * a key with neither field pays for two HMGET fields, two `nil` tests and those assignments.
  *
  * @example
  * ```ts
@@ -118,16 +164,22 @@ export function decideScript(policies: readonly Policy[]): Script {
       option: "policies",
     });
   }
+  const n = policies.length;
   const names = policies.map((policy, k) => prefixOf(policy, k + 1));
   const parts = policies.map((policy, k) => luaOf(policy).part(policy, names[k]!, k + 1));
   const fields = policies.map((policy, k) => `${str(policyField(policy))}, ${parts[k]!.value}`).join(", ");
-  // penalty boxes: a field of their own per policy, read after '@expires'
+  // penalty boxes: a field of their own per policy, read after '@expires', '|override' and '|block'
   const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
   const answer = (results: string[]) => `answer(${results.join(", ")})`;
   // the buckets' marks of an allowed consume, appended to the reply (0 in every other reply)
   const marks = policies.flatMap((policy, k) => (luaOf(policy).marks ? [{ p: names[k]!, mark: parts[k]!.mark ?? "0" }] : []));
-  const noMarks = marks.map(() => "0").join(", ");
   const concurrent = policies.some((policy) => luaOf(policy).leases);
+  // the modes that answer as a peek (without a concurrency cap there is no release mode, and 'x' is a consume)
+  const peekLike = `ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""}`;
+  // an unlimited override's reply: every policy allows with its whole (own) quota, nothing counted
+  const unlimitedReply = `{ now_ms, ${[...policies.map((policy) => `1, ${int(policy.limit)}, now_ms, 0, 0, now_ms, 0`), ...marks.map(() => "0")].join(", ")}, override }`;
+  // the TTL of a hash that an override without an end keeps alive is left alone (none)
+  const pexpire = "if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end";
   // the write of an allowed consume. The hash's TTL is pushed past the state's expiry with some
   // slack, and only when the state would outlive it: a hot key is not sent a PEXPIRE on every request.
   const write = [
@@ -137,18 +189,20 @@ export function decideScript(policies: readonly Policy[]): Script {
     "else",
     `  expires_at = expires + ${int(TTL_SLACK_US)}`,
     `  redis.call('HSET', KEYS[1], ${fields}, '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
-    "  redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
+    `  ${pexpire}`,
     "end",
+    "if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end",
   ];
   const lines = [
     `-- Sluice decide: ${policies.map((policy) => `${policy.kind} ${str(policy.name)}${policy.block === undefined ? "" : " with a penalty box"}`).join(", ")}`,
-    "-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires'.",
+    `-- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '${OVERRIDE_FIELD}' and '${BLOCK_FIELD}'.`,
     `-- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund${concurrent ? ", 'x' release" : ""}), now in µs (test stores and`,
     `-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy${concurrent ? "; for a consume" : "."}`,
     ...(concurrent ? ["-- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free)."] : []),
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
-    "-- refill_at (ms: when the available quota next grows), blocked_until (ms: its penalty box denies until then; 0: none),",
-    `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT right after an allowed consume, µs; 0 otherwise)`}.`,
+    "-- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),",
+    `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT right after an allowed consume, µs; 0 otherwise)`},`,
+    "-- then the body of the key's live override, if it has one.",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
     // the usual cost, 1, is recognized without a conversion (interned strings compare by pointer)
@@ -162,49 +216,100 @@ export function decideScript(policies: readonly Policy[]): Script {
     "end",
     "local now_ms = floor(now_us / 1000)",
     ...(concurrent ? ["local lease = 0", "if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end"] : []),
-    `local stored = redis.call('HMGET', KEYS[1], ${[...policies.map((policy) => str(policyField(policy))), `'${EXPIRES_FIELD}'`, ...blocked.map((b) => str(b.field))].join(", ")})`,
-    `local expires_at = tonumber(stored[${policies.length + 1}])`,
+    `local stored = redis.call('HMGET', KEYS[1], ${[...policies.map((policy) => str(policyField(policy))), `'${EXPIRES_FIELD}'`, `'${OVERRIDE_FIELD}'`, `'${BLOCK_FIELD}'`, ...blocked.map((b) => str(b.field))].join(", ")})`,
+    `local expires_at = tonumber(stored[${n + 1}])`,
     ...blocked.flatMap((b, m) => [
       `-- ${b.p}'s penalty box: "blocked until (µs):offences"`,
       `local ${b.p}_block_until, ${b.p}_block_offences`,
       "do",
-      `  local till, offences = match(stored[${policies.length + 2 + m}] or '', '^(%d+):(%d+)$')`,
+      `  local till, offences = match(stored[${n + 4 + m}] or '', '^(%d+):(%d+)$')`,
       `  if till then ${b.p}_block_until, ${b.p}_block_offences = till + 0, offences + 0 end`,
       "end",
     ]),
+    // The fast path below takes a consume that every policy allows (most calls). The modes are told
+    // apart exactly as in the general code; a running block, a manual block or an unlimited override
+    // (both set `pass` false as they are read) go to the general code too.
+    `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
+    "-- each policy's quota-derived values, per key: the policy's own unless an override changes them",
+    ...parts.map((x) => x.quota),
+    "-- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),",
+    "-- its manual block (its end, µs, while it runs) and the fields of either that ended (stale: dropped at the next write)",
+    "local override, unlimited, persist, manual, stale",
+    `if stored[${n + 2}] then`,
+    "  local till, scale, quotas",
+    indent(parseOverride(`stored[${n + 2}]`), "  "),
+    "  if unlimited or scale or quotas then",
+    "    override, persist = body, till == 0",
+    "  else",
+    `    stale = { '${OVERRIDE_FIELD}' }`,
+    "  end",
+    "  if unlimited then pass = false end",
+    "  if scale or quotas then",
+    "    -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]",
+    "    local q",
+    ...policies.flatMap((policy, k) => {
+      const Q = int(policy.limit);
+      const MAXQ = int(luaOf(policy).maxQuota(policy));
+      return [
+        `    -- ${names[k]}: quota ${Q}, at most ${MAXQ}`,
+        `    if scale then q = floor(${Q} * scale) else q = quotas[${str(policy.name)}] end`,
+        "    if q then",
+        `      if q < 1 then q = 1 elseif q > ${MAXQ} then q = ${MAXQ} end`,
+        `      if q ~= ${Q} then`,
+        indent(parts[k]!.requota("q"), "        "),
+        "      end",
+        "    end",
+      ];
+    }),
+    "  end",
+    "end",
+    `if stored[${n + 3}] then`,
+    `  manual = tonumber(stored[${n + 3}])`,
+    "  if manual and manual > now_us then",
+    "    pass = false",
+    "  else",
+    "    manual = nil",
+    `    if stale then stale[2] = '${BLOCK_FIELD}' else stale = { '${BLOCK_FIELD}' } end`,
+    "  end",
+    "end",
+    // an unlimited override (no manual block): allowed, nothing read, counted or written; a release
+    // still frees its lease below
+    ...(concurrent ? ["if unlimited and not manual and ARGV[2] ~= 'x' then"] : ["if unlimited and not manual then"]),
+    "  -- an unlimited override: every policy allows with its whole quota; nothing is counted",
+    `  return ${unlimitedReply}`,
+    "end",
     "",
     ...parts.flatMap((x) => [x.describe, x.read, ""]),
     // The fast path: a consume that every policy allows (most calls) runs as straight-line code,
     // with no closure, no table of its own but the reply, and nothing a denial alone would need. A
-    // denial, a peek, a refund, a release and a running penalty box fall through to the general
-    // code below. The modes are told apart exactly as there: without a concurrency cap there is no
-    // release mode, and 'x' is a consume.
+    // denial, a peek, a refund, a release and a running block fall through to the general code.
     "-- consume, every policy allowing: decided, written and answered right here",
-    `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
     ...parts.flatMap((x, k) => [`if pass then -- ${names[k]}`, indent(passBlock(x), "  "), "end"]),
     "if pass then",
     ...parts.flatMap((x) => block(x.prepare)),
     ...write.map((line) => `  ${line}`),
     ...parts.flatMap((x) => block(x.allowed)),
-    `  return { now_ms, ${[...parts.map((x) => `${x.values("cost")}, 0`), ...marks.map((m) => m.mark)].join(", ")} }`,
+    `  return { now_ms, ${[...parts.map((x) => `${x.values("cost")}, 0`), ...marks.map((m) => m.mark)].join(", ")}, override }`,
     "end",
     "",
     "-- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the",
     "-- denial) returns its 6 numbers; the reply is assembled from tables",
     "-- the reply: now_ms, then 7 numbers per policy (each policy's result is a table), then the marks (none charged here)",
+    "-- and the override",
     "local function answer(...)",
     "  local out = { now_ms }",
     "  for _, r in ipairs({ ... }) do",
     "    for j = 1, 7 do out[#out + 1] = r[j] or 0 end",
     "  end",
     ...marks.map(() => "  out[#out + 1] = 0"),
+    "  out[#out + 1] = override",
     "  return out",
     "end",
     ...parts.flatMap((x, k) => [`-- ${names[k]}`, ...(x.functions === "" ? [] : [x.functions]), decideFunction(names[k]!, x)]),
     "",
-    "if ARGV[2] == 'r' then",
+    "if ARGV[2] == 'r' and not unlimited then",
     "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),",
-    "  -- then answer as a peek",
+    "  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)",
     "  local refund_cost = cost",
     "  local charged_ms = tonumber(ARGV[4]) or -1",
     "  -- the windows: the one charged in (without a time, the current one)",
@@ -216,46 +321,58 @@ export function decideScript(policies: readonly Policy[]): Script {
     ...parts.flatMap((x) => block(x.refund)),
     "  if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end",
     "  if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end",
+    "  if stale and #writes + #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end",
     "end",
     ...(concurrent
       ? [
           "if ARGV[2] == 'x' then",
-          "  -- release: free lease ARGV[4] on every concurrency cap (expired leases go too), then answer as a peek",
+          "  -- release: free lease ARGV[4] on every concurrency cap (expired leases go too), whatever the override, then",
+          "  -- answer as a peek",
           ...parts.flatMap((x) => block(x.release)),
+          "  if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end",
           "end",
         ]
       : []),
+    // a block runs: the manual one (it wins over an unlimited override), else a penalty box (ignored under one)
+    `if manual${blocked.length === 0 ? "" : ` or (not unlimited and (${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}))`} then`,
+    "  -- a block runs: a blocked policy denies until the later of the block's end and its own retry time for the",
+    "  -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,",
+    "  -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.",
+    "  local asked = cost",
+    `  if ${peekLike} then asked = 1 end`,
+    "  local function while_blocked(decide, till)",
+    "    local r = { decide(asked) }",
+    "    if r[1] == 1 then",
+    "      r = { decide(math.huge) }",
+    "      r[1], r[4], r[5] = 1, 0, 0",
+    "    end",
+    "    r[7] = 0",
+    "    if till and till > now_us then",
+    "      local ms = ceil((till - now_us) / 1000)",
+    "      local wait = ms",
+    "      if r[1] == 0 and (r[4] == -1 or r[4] > ms) then wait = r[4] end",
+    "      r[1], r[2], r[4], r[5] = 0, 0, wait, 0",
+    "      if wait == -1 then r[6] = now_ms + ms else r[6] = now_ms + wait end",
+    "      if r[3] < r[6] then r[3] = r[6] end",
+    "      r[7] = now_ms + ms",
+    "    end",
+    "    return r",
+    "  end",
     ...(blocked.length === 0
-      ? []
+      ? [`  return ${answer(names.map((p) => `while_blocked(${p}_decide, manual)`))}`]
       : [
-          `if (${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}) then`,
-          "  -- a penalty box runs: a blocked policy denies until the later of the block's end and its own retry time for",
-          "  -- the request; the others decide it as they would (their state now if they would allow it). Nothing is",
-          "  -- written, no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.",
-          `  local asked = cost`,
-          `  if ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""} then asked = 1 end`,
-          "  local function while_blocked(decide, till)",
-          "    local r = { decide(asked) }",
-          "    if r[1] == 1 then",
-          "      r = { decide(math.huge) }",
-          "      r[1], r[4], r[5] = 1, 0, 0",
-          "    end",
-          "    r[7] = 0",
-          "    if till and till > now_us then",
-          "      local ms = ceil((till - now_us) / 1000)",
-          "      local wait = ms",
-          "      if r[1] == 0 and (r[4] == -1 or r[4] > ms) then wait = r[4] end",
-          "      r[1], r[2], r[4], r[5] = 0, 0, wait, 0",
-          "      if wait == -1 then r[6] = now_ms + ms else r[6] = now_ms + wait end",
-          "      if r[3] < r[6] then r[3] = r[6] end",
-          "      r[7] = now_ms + ms",
-          "    end",
-          "    return r",
+          "  if manual then",
+          "    -- the manual block: every policy blocked until the later of its end and the policy's own penalty box's",
+          `    return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `max(manual, ${p}_block_until or 0)` : "manual"})`))}`,
           "  end",
           `  return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `${p}_block_until` : "nil"})`))}`,
-          "end",
         ]),
-    `if ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""} then`,
+    "end",
+    "if unlimited then",
+    "  -- an unlimited override (after a refund or a release): every policy allows with its whole quota",
+    `  return ${unlimitedReply}`,
+    "end",
+    `if ${peekLike} then`,
     "  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now",
     "  local function peeked(decide)",
     "    local r = { decide(1) }",
@@ -300,11 +417,15 @@ end`,
       "  end",
       "  local till = now_us + ms * 1000",
       `  redis.call('HSET', KEYS[1], ${str(field)}, fmt('%.0f:%.0f', till, offences))`,
+      "  if stale then",
+      "    redis.call('HDEL', KEYS[1], unpack(stale))",
+      "    stale = nil",
+      "  end",
       `  local keep = till + ${int(maxUs)}`,
       "  if not expires_at or expires_at < keep then",
       `    expires_at = keep + ${int(TTL_SLACK_US)}`,
       `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
-      "    redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))",
+      `    ${pexpire}`,
       "  end",
       "  -- retry at the later of the block's end and the policy's own retry time, so that the retry passes",
       `  local wait = max(ms, ${p}_result[4])`,

@@ -8,15 +8,17 @@
  */
 import type { ConcurrencyPolicy } from "@sluice/core";
 import { CONCURRENCY_RETRY_MS, policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, int, str } from "./definition.js";
+import { type LuaAlgorithm, int, limitLocal, str } from "./definition.js";
 
 export const concurrencyLua: LuaAlgorithm<ConcurrencyPolicy> = {
   marks: false,
   leases: true,
   maxCost: () => Infinity, // one slot per request, whatever its cost
+  maxQuota: () => Number.MAX_SAFE_INTEGER,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
-    const L = int(policy.limit);
+    // the limit is a per-key local: an override may change it
+    const L = `${p}_limit`;
     const leaseUs = int(policy.leaseMs * 1000);
     const field = str(policyField(policy));
     // the earliest expiry of the leases, starting from `start`, in `out`
@@ -27,7 +29,7 @@ end`;
     // a slot may free at the earliest expiry `at`, or any time before (a release): the wait (ms) is at most CONCURRENCY_RETRY_MS
     const wait = (at: string) => `math.min(${int(CONCURRENCY_RETRY_MS)}, ceil((${at} - now_us) / 1000))`;
     return {
-      describe: `-- ${p}: concurrency ${str(policy.name)}, limit ${L} in flight, leases of ${leaseUs} µs; stored: the leases, "expires:id,expires:id,..." (µs)`,
+      describe: `-- ${p}: concurrency ${str(policy.name)}, limit ${int(policy.limit)} in flight, leases of ${leaseUs} µs; stored: the leases, "expires:id,expires:id,..." (µs)`,
       // expired leases are dropped as they are read: they hold no slot
       read: `local ${p}_expires, ${p}_ids = {}, {}
 local ${p}_latest = 0
@@ -82,6 +84,7 @@ end`,
 end`,
       value: `${p}_new_leases`,
       expiresUs: `max(${p}_latest, now_us + ${leaseUs})`,
+      ...limitLocal(policy, p),
     };
   },
 };

@@ -86,6 +86,18 @@ export interface LuaPart {
   readonly mark?: string;
   /** When (µs) the written state is empty again. */
   readonly expiresUs: string;
+  /**
+   * Statements declaring the policy's quota-derived locals (`<p>_limit`; a bucket's `<p>_t`,
+   * `<p>_bt`, ...) with the policy's own values. Every other piece reads them instead of constants,
+   * so that an override can change them per key (see {@link LuaPart.requota}).
+   */
+  readonly quota: string;
+  /**
+   * Statements giving those locals the values of the policy with quota `q` (a Lua expression: an
+   * integer in [1, maxQuota] other than the policy's own), with the same IEEE operations in the
+   * same order as core's `withQuota`.
+   */
+  requota(q: string): string;
 }
 
 /**
@@ -102,6 +114,8 @@ export interface LuaAlgorithm<P extends Policy> {
   readonly leases: boolean;
   /** The largest cost the policy can ever admit (beyond it: `cost-exceeds-limit`, retry -1), as core's definition says. */
   maxCost(policy: P): number;
+  /** The largest quota an override may give the policy (a larger one is clamped to it), as core's definition says. */
+  maxQuota(policy: P): number;
   /** The Lua of `policy` at position `i` (1-based: `stored[i]`, `ARGV[4 + i]`), its locals prefixed with `p` (`fw1`). */
   part(policy: P, p: string, i: number): LuaPart;
 }
@@ -124,4 +138,13 @@ export const windowLua = {
   marks: false,
   leases: false,
   maxCost: (policy: { readonly limit: number }): number => policy.limit,
+  maxQuota: (): number => Number.MAX_SAFE_INTEGER,
 } as const;
+
+/** The quota-derived local of a policy whose only such value is its limit (`<p>_limit`): {@link LuaPart.quota} and {@link LuaPart.requota}. */
+export function limitLocal(policy: { readonly limit: number }, p: string): Pick<LuaPart, "quota" | "requota"> {
+  return {
+    quota: `local ${p}_limit = ${int(policy.limit)}`,
+    requota: (q) => `${p}_limit = ${q}`,
+  };
+}

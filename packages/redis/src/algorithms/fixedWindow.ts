@@ -6,18 +6,19 @@
  */
 import type { FixedWindowPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, int, str, windowLua } from "./definition.js";
+import { type LuaAlgorithm, int, limitLocal, str, windowLua } from "./definition.js";
 
 export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   ...windowLua,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
-    const L = int(policy.limit);
+    // the limit is a per-key local: an override may change it (it is also the largest cost)
+    const L = `${p}_limit`;
     const W = int(policy.windowMs);
     // the end of window `index` (ms): when its count is gone
     const endOf = (index: string) => `(${index} + 1) * ${W}`;
     return {
-      describe: `-- ${p}: fixedWindow ${str(policy.name)}, limit ${L} per ${W} ms; stored: "window:count"`,
+      describe: `-- ${p}: fixedWindow ${str(policy.name)}, limit ${int(policy.limit)} per ${W} ms; stored: "window:count"`,
       read: `local ${p}_window, ${p}_count
 if ${stored} then
   local window, count = match(${stored}, '^(%d+):(%d+)$')
@@ -36,7 +37,7 @@ ${p}_new_count = count + ${c}`,
       values: () => `1, ${L} - ${p}_new_count, ${endOf(`${p}_new_window`)}, 0, 0, ${endOf(`${p}_new_window`)}`,
       denied: (c) => `-- denied: the same cost passes when the window ends, unless it is more than the limit
 local reset_at = ${endOf("window")}
-if ${c} <= ${int(fixedWindowLua.maxCost(policy))} then return 0, ${L} - count, reset_at, reset_at - now_ms, 0, reset_at end
+if ${c} <= ${L} then return 0, ${L} - count, reset_at, reset_at - now_ms, 0, reset_at end
 return 0, ${L} - count, reset_at, -1, 0, reset_at`,
       prepare: "",
       // only a charge of the current window is still counted
@@ -47,6 +48,7 @@ end`,
       release: "",
       value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
       expiresUs: `(${p}_new_window + 1) * ${int(policy.windowMs * 1000)}`,
+      ...limitLocal(policy, p),
     };
   },
 };

@@ -19,30 +19,35 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
     marks: true,
     leases: false,
     maxCost: (policy) => policy.burst + policy.queue,
+    maxQuota: () => 2 ** 40,
     part(policy, p, i): LuaPart {
       const stored = `stored[${i}]`;
-      const T = int(policy.emissionIntervalUs);
-      const BT = int(policy.burst * policy.emissionIntervalUs);
-      const queueUs = policy.queue * policy.emissionIntervalUs;
-      const QT = int(queueUs);
+      // per-key locals, which an override may change (see `quota` and `requota` below): the
+      // emission interval T, burst*T, queue*T (only for a bucket with a queue: one without keeps
+      // none whatever its quota) and the largest cost, burst + queue
+      const T = `${p}_t`;
+      const BT = `${p}_bt`;
+      const queued = policy.queue > 0;
+      const QT = `${p}_qt`;
+      const MAX = `${p}_max`;
       // `credit` (µs) is now - tat + burst*T, a full bucket's being burst*T: the units left, and when
       // (ms) the next one drips back (now if full), in `out`
       const units = (credit: string) => `floor(${credit} / ${T})`;
       const refill = (out: string, credit: string) => `local ${out} = now_ms
 if ${credit} < ${BT} then ${out} = now_ms + ceil(((${units(credit)} + 1) * ${T} - ${credit}) / 1000) end`;
       return {
-        describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${T} µs; stored: the theoretical arrival time "tat" (µs)`,
+        describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${int(policy.emissionIntervalUs)} µs; stored: the theoretical arrival time "tat" (µs)`,
         read: `local ${p}_tat = tonumber(${stored})
 local ${p}_new_tat`,
         functions: "",
         now: `local tat = ${p}_tat
 if tat == nil or tat < now_us then tat = now_us end`,
         take: (c) => `${p}_new_tat = tat + ${c} * ${T}`,
-        fits: (c) => `${c} <= ${int(algorithm.maxCost(policy))} and now_us - (${p}_new_tat - ${BT}) >= ${queueUs === 0 ? "0" : `-${QT}`}`,
+        fits: (c) => `${c} <= ${MAX} and now_us - (${p}_new_tat - ${BT}) >= ${queued ? `-${QT}` : "0"}`,
         // the credit after the request; with a queue, a request past the burst waits its turn
         allowed: `local ${p}_diff = now_us - (${p}_new_tat - ${BT})
 ${refill(`${p}_refill_at`, `${p}_diff`)}${
-          queueUs === 0
+          !queued
             ? ""
             : `
 -- within the queue: no unit left, served after a delay
@@ -50,15 +55,15 @@ local ${p}_remaining, ${p}_delay = 0, 0
 if ${p}_diff >= 0 then ${p}_remaining = ${units(`${p}_diff`)} else ${p}_delay = ceil(-${p}_diff / 1000) end`
         }`,
         values: () =>
-          queueUs === 0
+          !queued
             ? `1, ${units(`${p}_diff`)}, ceil(${p}_new_tat / 1000), 0, 0, ${p}_refill_at`
             : `1, ${p}_remaining, ceil(${p}_new_tat / 1000), 0, ${p}_delay, ${p}_refill_at`,
         denied: (c) => `-- denied: the credit now (µs) says what is left; the same cost passes once the credit after it
--- (now - (new_tat - burst*T)) reaches ${queueUs === 0 ? "0" : "-queue*T"}
+-- (now - (new_tat - burst*T)) reaches ${queued ? "-queue*T" : "0"}
 local credit = now_us - tat + ${BT}
 ${refill("refill_at", "credit")}
-if ${c} > ${int(algorithm.maxCost(policy))} then return 0, max(0, ${units("credit")}), ceil(tat / 1000), -1, 0, refill_at end
-return 0, max(0, ${units("credit")}), ceil(tat / 1000), ceil((${p}_new_tat - ${BT} - now_us${queueUs === 0 ? "" : ` - ${QT}`}) / 1000), 0, refill_at`,
+if ${c} > ${MAX} then return 0, max(0, ${units("credit")}), ceil(tat / 1000), -1, 0, refill_at end
+return 0, max(0, ${units("credit")}), ceil(tat / 1000), ceil((${p}_new_tat - ${BT} - now_us${queued ? ` - ${QT}` : ""}) / 1000), 0, refill_at`,
         prepare: "",
         // never more than the charge still weighs: its mark (the TAT right after it; without a
         // charge named, the latest: the TAT now) less now, and never below now (full)
@@ -75,6 +80,17 @@ end`,
         value: `fmt('%.0f', ${p}_new_tat)`,
         mark: `${p}_new_tat`,
         expiresUs: `${p}_new_tat`,
+        quota: queued
+          ? `local ${T}, ${BT}, ${QT}, ${MAX} = ${int(policy.emissionIntervalUs)}, ${int(policy.burst * policy.emissionIntervalUs)}, ${int(policy.queue * policy.emissionIntervalUs)}, ${int(policy.burst + policy.queue)}`
+          : `local ${T}, ${BT}, ${MAX} = ${int(policy.emissionIntervalUs)}, ${int(policy.burst * policy.emissionIntervalUs)}, ${int(policy.burst)}`,
+        // core's withQuota: burst q, queue floor(queue * q / burst), T' = max(1, ceil(T * burst / q))
+        requota: (q) =>
+          queued
+            ? `local queue = floor(${int(policy.queue)} * ${q} / ${int(policy.burst)})
+${T} = max(1, ceil(${int(policy.emissionIntervalUs)} * ${int(policy.burst)} / ${q}))
+${BT}, ${QT}, ${MAX} = ${q} * ${T}, queue * ${T}, ${q} + queue`
+            : `${T} = max(1, ceil(${int(policy.emissionIntervalUs)} * ${int(policy.burst)} / ${q}))
+${BT}, ${MAX} = ${q} * ${T}, ${q}`,
       };
     },
   };

@@ -8,19 +8,20 @@
  */
 import type { SlidingLogPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, int, str, windowLua } from "./definition.js";
+import { type LuaAlgorithm, int, limitLocal, str, windowLua } from "./definition.js";
 
 export const slidingLogLua: LuaAlgorithm<SlidingLogPolicy> = {
   ...windowLua,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
-    const L = int(policy.limit);
+    // the limit is a per-key local: an override may change it (it is also the largest cost)
+    const L = `${p}_limit`;
     const Wus = int(policy.windowMs * 1000);
     const field = str(policyField(policy));
     // the ms until an entry at `time` (µs) leaves the window
     const leaves = (time: string) => `ceil((${time} + ${Wus} - now_us) / 1000)`;
     return {
-      describe: `-- ${p}: slidingLog ${str(policy.name)}, limit ${L} per ${Wus} µs; stored: the whole log, "time:cost,time:cost,..." (µs, oldest first)`,
+      describe: `-- ${p}: slidingLog ${str(policy.name)}, limit ${int(policy.limit)} per ${Wus} µs; stored: the whole log, "time:cost,time:cost,..." (µs, oldest first)`,
       read: `local ${p}_log = ${stored}
 local ${p}_times, ${p}_costs, ${p}_offsets = {}, {}, {}
 local ${p}_total = 0
@@ -58,7 +59,7 @@ if first <= n then
   reset_at = ceil((times[n] + ${Wus}) / 1000)
   refill_at = now_ms + ${leaves("times[first]")}
 end
-if ${c} > ${int(slidingLogLua.maxCost(policy))} then return 0, ${L} - used, reset_at, -1, 0, refill_at end
+if ${c} > ${L} then return 0, ${L} - used, reset_at, -1, 0, refill_at end
 local need = used + ${c} - ${L}
 local freed = 0
 for j = first, n do
@@ -110,6 +111,7 @@ end`,
       release: "",
       value: `${p}_new_log`,
       expiresUs: `now_us + ${Wus}`,
+      ...limitLocal(policy, p),
     };
   },
 };

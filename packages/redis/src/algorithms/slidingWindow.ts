@@ -11,11 +11,14 @@ import { type LuaAlgorithm, indent, int, str, windowLua } from "./definition.js"
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   ...windowLua,
+  // limit × window stays a safe integer
+  maxQuota: (policy) => Math.floor(Number.MAX_SAFE_INTEGER / policy.windowMs),
   part(policy, p, i) {
     const stored = `stored[${i}]`;
-    const L = int(policy.limit);
+    // per-key locals, which an override may change: the limit (also the largest cost) and limit × window
+    const L = `${p}_limit`;
     const W = int(policy.windowMs);
-    const LW = int(policy.limit * policy.windowMs);
+    const LW = `${p}_lw`;
     // the whole units left (ms `into` the window), before any beyond `current`
     const remaining = (previous: string, current: string, into: string) => `max(0, floor((${LW} - ${previous} * (${W} - ${into})) / ${W}) - ${current})`;
     // The least wait (ms) after which `units` pass with the state unchanged (the window may roll
@@ -32,7 +35,7 @@ elseif current > 0 then
   wait = wait + max(0, ${W} - floor(((${L} - units) * ${W}) / current))
 end`;
     return {
-      describe: `-- ${p}: slidingWindow ${str(policy.name)}, limit ${L} per ${W} ms; stored: "window:previous:current"`,
+      describe: `-- ${p}: slidingWindow ${str(policy.name)}, limit ${int(policy.limit)} per ${W} ms; stored: "window:previous:current"`,
       read: `local ${p}_window, ${p}_previous, ${p}_current
 if ${stored} then
   local window, previous, current = match(${stored}, '^(%d+):(%d+):(%d+)$')
@@ -72,7 +75,7 @@ local reset_at = now_ms
 if current > 0 then reset_at = (window + 2) * ${W} elseif previous > 0 then reset_at = (window + 1) * ${W} end
 local refill_at = now_ms
 if remaining < ${L} then refill_at = now_ms + ${p}_retry(into, previous, current, remaining + 1) end
-if ${c} > ${int(slidingWindowLua.maxCost(policy))} then return 0, remaining, reset_at, -1, 0, refill_at end
+if ${c} > ${L} then return 0, remaining, reset_at, -1, 0, refill_at end
 return 0, remaining, reset_at, ${p}_retry(into, previous, current, ${c}), 0, refill_at`,
       prepare: "",
       // the charge is in its window's current count, or in the previous count once the next window began
@@ -91,6 +94,8 @@ end`,
       release: "",
       value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
       expiresUs: `(${p}_new_window + 2) * ${int(policy.windowMs * 1000)}`,
+      quota: `local ${L}, ${LW} = ${int(policy.limit)}, ${int(policy.limit * policy.windowMs)}`,
+      requota: (q) => `${L}, ${LW} = ${q}, ${q} * ${W}`,
     };
   },
 };
