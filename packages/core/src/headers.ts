@@ -81,6 +81,21 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
       const policy = ietfPolicyHeader(policies);
       const members = policies.map((p) => `"${p.name}";`);
       const policyMembers = policies.map(ietfPolicyMember);
+      // under a key's override the quotas are the effective ones (each result's limit): `q` follows them
+      const afterQuota = policies.map((p) => {
+        const unit = quotaUnitOf(p);
+        return unit !== undefined ? `;qu="${unit}"` : `;w=${p.windowSeconds}`;
+      });
+      const overridden = (decision: Decision, pk: string | undefined): string => {
+        const results = decision.policies;
+        let value = "";
+        for (let i = 0; i < results.length; i++) {
+          const r = results[i] as PolicyResult;
+          const member = `${members[i] ?? `"${r.policy}";`}q=${r.limit}${afterQuota[i] ?? ""}${pk === undefined ? "" : `;pk=${pk}`}`;
+          value = i === 0 ? member : `${value}, ${member}`;
+        }
+        return value;
+      };
       return (sink, decision, pk) => {
         const now = decision.now;
         const results = decision.policies;
@@ -92,7 +107,8 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
           value = i === 0 ? member : `${value}, ${member}`;
           if (pk !== undefined) value += `;pk=${pk}`;
         }
-        sink.set("RateLimit-Policy", pk === undefined ? policy : policyMembers.map((m) => `${m};pk=${pk}`).join(", "));
+        if (decision.override !== undefined) sink.set("RateLimit-Policy", overridden(decision, pk));
+        else sink.set("RateLimit-Policy", pk === undefined ? policy : policyMembers.map((m) => `${m};pk=${pk}`).join(", "));
         sink.set("RateLimit", value);
       };
     },

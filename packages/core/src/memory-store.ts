@@ -2,7 +2,7 @@ import type { Policy } from "./algorithms/index.js";
 import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { assertNamespace, encodeKeyPart, namespaceKey, policyField } from "./keys.js";
-import { type ControlResult, type Override, type StoreCommand, effectivePolicies, overrideFromText, unlimitedResults } from "./overrides.js";
+import { type ControlResult, type Override, type StoreCommand, effectivePolicies, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
 import type { BoundStore, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
@@ -427,7 +427,9 @@ export class MemoryBinding implements BoundStore {
   /** Every policy's answer now (a cost-`cost` request, written nowhere) under a manual block or an unlimited override. */
   #answerControlled(key: string, c: KeyControls, nowUs: number, cost: number): PolicyResult[] {
     const layout = c.body === undefined || c.body === "u" ? this.#layout : this.#layoutFor(c.body);
-    if (c.blockUntilUs === 0 && c.body === "u") return unlimitedResults(this.#layout.policies, Math.floor(nowUs / 1000));
+    if (c.body === "u") {
+      return c.blockUntilUs === 0 ? unlimitedResults(this.#layout.policies, Math.floor(nowUs / 1000)) : unlimitedBlockedResults(this.#layout.policies, nowUs, c.blockUntilUs);
+    }
     const local = this.#local(key);
     const table = this.#table;
     if (c.blockUntilUs > 0) {

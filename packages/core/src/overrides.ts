@@ -21,6 +21,7 @@
 import { type Policy, algorithmOf } from "./algorithms/index.js";
 import { type Duration, toMs } from "./duration.js";
 import { SluiceInputError, describe } from "./errors.js";
+import { markBlocked } from "./algorithms/penalty-box.js";
 import type { PolicyResult } from "./types.js";
 
 /**
@@ -273,4 +274,14 @@ function withEffectiveQuota(policy: Policy, override: Override | undefined): Pol
  */
 export function unlimitedResults(policies: readonly Policy[], nowMs: number): PolicyResult[] {
   return policies.map((p) => ({ policy: p.name, allowed: true, limit: quotaOf(p), remaining: quotaOf(p), resetAt: nowMs, retryAfterMs: 0, delayMs: 0, refillAt: nowMs }));
+}
+
+/**
+ * Every policy's answer under an unlimited override while a manual block runs until `untilUs`:
+ * blocked until the block's end, when the override lets everything through again.
+ */
+export function unlimitedBlockedResults(policies: readonly Policy[], nowUs: number, untilUs: number): PolicyResult[] {
+  const results = unlimitedResults(policies, Math.floor(nowUs / 1000));
+  for (const r of results) markBlocked(r, nowUs, Math.ceil((untilUs - nowUs) / 1000));
+  return results;
 }

@@ -73,7 +73,7 @@ import { type Policy, algorithmOf } from "./algorithms/index.js";
 import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
-import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedResults } from "./overrides.js";
+import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
 import type { PolicyResult, RefundCharge } from "./types.js";
 
 export type {
@@ -195,6 +195,7 @@ function withOverride(decision: StateDecision, controls: Controls): StateDecisio
  */
 function answerNow(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, controls: Controls, cost = 1): PolicyResult[] {
   const list = applied(policies, controls);
+  if (controls.blockUntilUs > 0 && list === undefined) return unlimitedBlockedResults(policies, nowUs, controls.blockUntilUs);
   if (controls.blockUntilUs > 0) {
     const plan = planOf(list ?? policies);
     const { num, obj } = load(plan, state, nowUs);
