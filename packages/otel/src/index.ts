@@ -9,7 +9,7 @@
  *   `sluice.reason` and `sluice.tier`.
  * - {@link instrumentStore} wraps any `Store` (`MemoryStore`, `RedisStore`, `UpstashStore`,
  *   `DurableObjectStore`, your own) so that each call its limiter makes — `consume`, `peek`,
- *   `reset`, `refund`, `release` — is one span, `sluice.store consume` …, with the round trip's outcome, and
+ *   `reset`, `refund`, `release`, `control` (overrides and manual blocks) — is one span, `sluice.store consume` …, with the round trip's outcome, and
  *   one measurement of the histogram `sluice.store.duration` (seconds).
  *
  * Both use the global `MeterProvider` and `TracerProvider` unless given one. The global meter
@@ -68,7 +68,7 @@ export const ATTR_SLUICE_TIER = "sluice.tier";
 export const ATTR_SLUICE_DRY_RUN = "sluice.dry_run";
 /** The store: its `name` option, else its class name (`MemoryStore`, `RedisStore`, `UpstashStore`, `DurableObjectStore`). */
 export const ATTR_SLUICE_STORE = "sluice.store";
-/** The store call: `consume`, `peek`, `reset`, `refund` or `release` (a concurrency lease freed). */
+/** The store call: `consume`, `peek`, `reset`, `refund`, `release` (a concurrency lease freed) or `control` (an override or a manual block set, read or lifted). */
 export const ATTR_SLUICE_OPERATION = "sluice.operation";
 /** The limiter's key prefix (spans only). */
 export const ATTR_SLUICE_PREFIX = "sluice.prefix";
@@ -205,7 +205,7 @@ export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): O
 }
 
 /** The operations of a bound store, each instrumented. */
-type Operation = "consume" | "peek" | "reset" | "refund" | "release";
+type Operation = "consume" | "peek" | "reset" | "refund" | "release" | "control";
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
   return value != null && typeof (value as { then?: unknown }).then === "function";
@@ -239,7 +239,7 @@ function storeNameOf(store: Store, option: string | undefined): string {
  * synchronously, errors are rethrown as they came, and extra work is a span and one histogram
  * measurement per call (no-ops without an SDK).
  *
- * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`, `release`), kind `CLIENT`, with
+ * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`, `release`, `control`), kind `CLIENT`, with
  *   `sluice.store`, `sluice.operation`, `sluice.prefix`, `sluice.tier` (when set) and
  *   `sluice.cost`; when the store answers, the outcome: `sluice.allowed`, `sluice.policy` (the
  *   binding policy), `sluice.reason` (`ok`, `limit` or `cost-exceeds-limit`) and
@@ -351,6 +351,13 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       // it would refuse the store itself, instead of failing at the first refund
       for (const method of ["refund", "release"] as const) {
         if (typeof bound[method] !== "function") delete (wrapped as Partial<BoundStore>)[method];
+      }
+      // overrides and manual blocks (limiter.setOverride, block…): passed on when the store has
+      // them, so a traced store keeps them; one that has none stays without, and the limiter's
+      // override methods refuse it as they would refuse the store itself
+      if (typeof bound.control === "function") {
+        const control = bound.control;
+        wrapped.control = (key, command) => call("control", undefined, () => control.call(bound, key, command));
       }
       // the default timeout asks the store whether it is busy rather than hung (the Redis stores
       // answer): the wrapper must not hide that, or a traced limiter falls back where an untraced

@@ -323,6 +323,70 @@ describe("instrumentStore's arguments", () => {
   });
 });
 
+describe("instrumentStore passes overrides and manual blocks on", () => {
+  it("control() reaches the store, as a span of its own: an override and a block set through a traced store apply", async () => {
+    let now = T0;
+    const inner = new MemoryStore({ clock: () => now });
+    const limiter = new RateLimiter({ store: instrumentStore(inner, providers), prefix: "api", limits: fixedWindow({ limit: 2, window: "1m", name: "per-minute" }) });
+    await limiter.setOverride("k", { scale: 2 }, { ttl: "1s" });
+    expect(await limiter.getOverride("k")).toEqual({ scale: 2 });
+    const scaled = await limiter.limit("k");
+    expect([scaled.limit, scaled.remaining, scaled.override]).toEqual([4, 3, { scale: 2 }]);
+    // the same record as the unwrapped store's
+    const untraced = new RateLimiter({ store: inner, prefix: "api", limits: fixedWindow({ limit: 2, window: "1m", name: "per-minute" }) });
+    expect(await untraced.getOverride("k")).toEqual({ scale: 2 });
+    now += 1000;
+    expect(await limiter.getOverride("k")).toBeUndefined();
+    await limiter.block("k", "1m");
+    const blocked = await limiter.limit("k");
+    expect([blocked.allowed, blocked.reason, blocked.retryAfterMs]).toEqual([false, "blocked", 60_000]);
+    await limiter.unblock("k");
+    expect((await limiter.limit("k")).reason).toBe("ok");
+    await limiter.clearOverride("k");
+
+    const control = { "sluice.store": "MemoryStore", "sluice.prefix": "api", "sluice.operation": "control" };
+    expect(sdk.spans().map((s) => [s.name, s.attributes])).toEqual([
+      ["sluice.store control", control],
+      ["sluice.store control", control],
+      ["sluice.store consume", expect.objectContaining({ "sluice.allowed": true, "sluice.remaining": 3 })],
+      ["sluice.store control", control],
+      ["sluice.store control", control],
+      ["sluice.store consume", expect.objectContaining({ "sluice.allowed": false, "sluice.reason": "blocked" })],
+      ["sluice.store control", control],
+      ["sluice.store consume", expect.objectContaining({ "sluice.allowed": true, "sluice.reason": "ok" })],
+      ["sluice.store control", control],
+    ]);
+  });
+
+  it("a store without control() stays without it: the limiter's override methods refuse it as they refuse the store itself", async () => {
+    const inner = new MemoryStore({ clock: () => T0 });
+    const old = {
+      bind(ns: StoreNamespace) {
+        const bound = inner.bind(ns);
+        return {
+          consume: (k: string, c: number) => bound.consume(k, c),
+          peek: (k: string) => bound.peek(k),
+          reset: (k: string) => bound.reset(k),
+          refund: bound.refund.bind(bound),
+          release: bound.release.bind(bound),
+        };
+      },
+    } as unknown as Store;
+    const limits = fixedWindow({ limit: 3, window: "1m" });
+    expect("control" in instrumentStore(old, providers).bind({ prefix: "p", policies: [limits] })).toBe(false);
+    const refusal = async (store: Store) => {
+      try {
+        await new RateLimiter({ store, limits }).setOverride("k", { scale: 2 });
+      } catch (error) {
+        return [error instanceof SluiceConfigError, (error as SluiceConfigError).option];
+      }
+      return undefined;
+    };
+    expect(await refusal(instrumentStore(old, providers))).toEqual(await refusal(old));
+    expect(await refusal(old)).toEqual([true, "store"]);
+  });
+});
+
 describe("instrumentStore keeps the store's extendTimeout", () => {
   const namespace: StoreNamespace = { prefix: "ext", policies: [fixedWindow({ limit: 1, window: "1m" })] };
 
