@@ -45,6 +45,7 @@ class RemoteStore implements Store {
       reset: (key) => answer("reset", () => inner.reset(key)),
       refund: (key, cost, charge) => answer("refund", () => inner.refund(key, cost, charge)),
       release: (key, lease) => answer("release", () => inner.release(key, lease)),
+      control: (key, command) => answer("control", () => (inner.control as NonNullable<typeof inner.control>)(key, command)),
     };
   }
 }
@@ -283,6 +284,41 @@ describe("deny cache: forgetting", () => {
     expect((await w.limiter.limit("other")).reason).toBe("cached-deny");
   });
 
+  it("an entry lives at most maxAgeMs: another instance's unblock or raised quota is seen within it", async () => {
+    const w = world(fixedWindow({ limit: 1, window: "1h" }));
+    await w.limiter.limit("k");
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    await w.direct.setOverride("k", { scale: 2 }); // another instance: this limiter's cache does not know
+    w.advance(59_999);
+    expect((await w.limiter.limit("k")).reason).toBe("cached-deny");
+    w.advance(1);
+    expect(await w.limiter.limit("k")).toMatchObject({ allowed: true, reason: "ok", override: { scale: 2 } });
+    await w.direct.block("k", "1h");
+    expect((await w.limiter.limit("k")).reason).toBe("blocked");
+    await w.direct.unblock("k");
+    w.advance(10_000);
+    expect((await w.limiter.limit("k")).reason).toBe("cached-deny");
+    w.advance(50_000);
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+  });
+
+  it("the limiter's own setOverride, clearOverride, block and unblock forget the key's cached denial", async () => {
+    const w = world(fixedWindow({ limit: 1, window: "1h" }));
+    await w.limiter.limit("k");
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    expect((await w.limiter.limit("k")).reason).toBe("cached-deny");
+    await w.limiter.setOverride("k", { scale: 2 });
+    expect((await w.limiter.limit("k")).reason).toBe("ok");
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    await w.limiter.clearOverride("k");
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    await w.limiter.block("k", "1m");
+    expect((await w.limiter.limit("k")).reason).toBe("blocked");
+    expect((await w.limiter.limit("k")).reason).toBe("cached-deny");
+    await w.limiter.unblock("k");
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+  });
+
   it("maxKeys bounds it: the least recently used key is forgotten first", async () => {
     const w = world(fixedWindow({ limit: 1, window: "1m" }), { denyCache: { maxKeys: 2, clock: () => w.time.local } });
     const deny = async (key: string) => {
@@ -324,14 +360,15 @@ describe("deny cache and dry run", () => {
 describe("configuration errors name the option", () => {
   const limits = fixedWindow({ limit: 1, window: "1m" });
   it.each([
-    [5, /^\[sluice\] denyCache must be true, false or \{ maxKeys\?, clock\? \}; got 5$/, "denyCache"],
+    [5, /^\[sluice\] denyCache must be true, false or \{ maxKeys\?, maxAgeMs\?, clock\? \}; got 5$/, "denyCache"],
     ["yes", /^\[sluice\] denyCache must be true, false/, "denyCache"],
     [null, /^\[sluice\] denyCache must be true, false/, "denyCache"],
     [{ maxKeys: 0 }, /^\[sluice\] denyCache\.maxKeys must be a positive integer; got 0$/, "denyCache.maxKeys"],
     [{ maxKeys: 1.5 }, /denyCache\.maxKeys must be a positive integer; got 1\.5/, "denyCache.maxKeys"],
     [{ maxKeys: "10" }, /denyCache\.maxKeys must be a positive integer; got "10"/, "denyCache.maxKeys"],
     [{ clock: 1 }, /^\[sluice\] denyCache\.clock must be a function/, "denyCache.clock"],
-    [{ maxkeys: 10 }, /^\[sluice\] denyCache\.maxkeys is not an option: denyCache takes maxKeys and clock$/, "denyCache.maxkeys"],
+    [{ maxkeys: 10 }, /^\[sluice\] denyCache\.maxkeys is not an option: denyCache takes maxKeys, maxAgeMs and clock$/, "denyCache.maxkeys"],
+    [{ maxAgeMs: 0 }, /^\[sluice\] denyCache\.maxAgeMs must be a positive integer of ms; got 0$/, "denyCache.maxAgeMs"],
   ])("denyCache: %o", (denyCache, message, option) => {
     expect(() => new RateLimiter({ limits, denyCache: denyCache as never })).toThrow(SluiceConfigError);
     expect(() => new RateLimiter({ limits, denyCache: denyCache as never })).toThrow(message);

@@ -30,11 +30,16 @@
  *   the headers (`RateLimit`, `Retry-After`, …) read exactly as the store's own denial would.
  * - **Bounded:** at most `maxKeys` entries, least recently used evicted first; expired entries are
  *   dropped when looked up. No timers.
- * - **Forgotten** by `limiter.reset(key)` (and by a refund, when the limiter grows one).
+ * - **At most `maxAgeMs`** (default 60 s) whatever R: a long denial (a penalty box of an hour, a
+ *   manual block) is asked of the store again once a minute, so that what another instance changed
+ *   is seen within that bound.
+ * - **Forgotten** by the limiter's own `reset(key)`, `refund`, `release`, `setOverride`,
+ *   `clearOverride`, `block` and `unblock` of the key.
  *
- * Staleness is the price: a `reset` or refund made by *another* process (or another limiter
- * instance) is not seen until the entry expires. Turn the cache off (`denyCache: false`) where that
- * matters more than the saved round trips.
+ * Staleness is the price: a `reset`, refund, `unblock` or raised quota made by *another* process
+ * (or another limiter instance) is seen when the entry expires: within the denial's own
+ * `retryAfterMs` and at most `maxAgeMs`. Turn the cache off (`denyCache: false`) where that matters
+ * more than the saved round trips.
  *
  * @module
  */
@@ -54,6 +59,17 @@ export interface DenyCacheOptions {
    */
   maxKeys?: number;
   /**
+   * The longest an entry is used, whatever the denial's `retryAfterMs`: the bound on how long a
+   * change made through another instance (an `unblock`, a raised quota, a reset) can go unseen
+   * here. A positive integer of ms.
+   * @default 60_000
+   * @example
+   * ```ts
+   * new RateLimiter({ store, limits, denyCache: { maxAgeMs: 10_000 } });
+   * ```
+   */
+  maxAgeMs?: number;
+  /**
    * The local monotonic clock, in milliseconds from any origin (a test hook). Not epoch time: only
    * differences are used.
    * @default performance.now() where it exists, else Date.now()
@@ -71,6 +87,9 @@ export interface DenyCacheOptions {
  * `false` for none, or its {@link DenyCacheOptions}.
  */
 export type DenyCacheOption = boolean | DenyCacheOptions;
+
+/** The default `maxAgeMs` of a deny cache: 60 s. */
+export const DEFAULT_DENY_CACHE_MAX_AGE_MS = 60_000;
 
 /** The default `maxKeys` of a deny cache. */
 export const DEFAULT_DENY_CACHE_MAX_KEYS = 10_000;
@@ -116,12 +135,15 @@ export function monotonicClock(): () => number {
 export function resolveDenyCache(option: unknown, onByDefault: boolean): Required<DenyCacheOptions> | undefined {
   if (option === false) return undefined;
   if (option === undefined || option === true) {
-    return option === true || onByDefault ? { maxKeys: DEFAULT_DENY_CACHE_MAX_KEYS, clock: monotonicClock() } : undefined;
+    return option === true || onByDefault ? { maxKeys: DEFAULT_DENY_CACHE_MAX_KEYS, maxAgeMs: DEFAULT_DENY_CACHE_MAX_AGE_MS, clock: monotonicClock() } : undefined;
   }
   if (typeof option !== "object" || option === null || Array.isArray(option)) {
-    throw new SluiceConfigError(`denyCache must be true, false or { maxKeys?, clock? }; got ${describe(option)}`, { option: "denyCache" });
+    throw new SluiceConfigError(`denyCache must be true, false or { maxKeys?, maxAgeMs?, clock? }; got ${describe(option)}`, { option: "denyCache" });
   }
-  const { maxKeys = DEFAULT_DENY_CACHE_MAX_KEYS, clock } = option as DenyCacheOptions;
+  const { maxKeys = DEFAULT_DENY_CACHE_MAX_KEYS, maxAgeMs = DEFAULT_DENY_CACHE_MAX_AGE_MS, clock } = option as DenyCacheOptions;
+  if (typeof maxAgeMs !== "number" || !Number.isSafeInteger(maxAgeMs) || maxAgeMs <= 0) {
+    throw new SluiceConfigError(`denyCache.maxAgeMs must be a positive integer of ms; got ${describe(maxAgeMs)}`, { option: "denyCache.maxAgeMs" });
+  }
   if (typeof maxKeys !== "number" || !Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
     throw new SluiceConfigError(`denyCache.maxKeys must be a positive integer; got ${describe(maxKeys)}`, { option: "denyCache.maxKeys" });
   }
@@ -131,16 +153,17 @@ export function resolveDenyCache(option: unknown, onByDefault: boolean): Require
     });
   }
   for (const name of Object.keys(option)) {
-    if (name !== "maxKeys" && name !== "clock") {
-      throw new SluiceConfigError(`denyCache.${name} is not an option: denyCache takes maxKeys and clock`, { option: `denyCache.${name}` });
+    if (name !== "maxKeys" && name !== "maxAgeMs" && name !== "clock") {
+      throw new SluiceConfigError(`denyCache.${name} is not an option: denyCache takes maxKeys, maxAgeMs and clock`, { option: `denyCache.${name}` });
     }
   }
-  return { maxKeys, clock: clock ?? monotonicClock() };
+  return { maxKeys, maxAgeMs, clock: clock ?? monotonicClock() };
 }
 
 /** A bounded LRU of denials, keyed by the rate-limit key. One per limiter. */
 export class DenyCache {
   readonly maxKeys: number;
+  readonly maxAgeMs: number;
   readonly now: () => number;
   /** Insertion order is recency order: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
@@ -154,6 +177,7 @@ export class DenyCache {
    */
   constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision, exactCost = false) {
     this.maxKeys = options.maxKeys;
+    this.maxAgeMs = options.maxAgeMs;
     this.now = options.clock;
     this.#toDecision = toDecision;
     this.#exactCost = exactCost;
@@ -195,7 +219,7 @@ export class DenyCache {
     if (decision.allowed || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
     const retryAfterMs = decision.retryAfterMs;
     if (!Number.isFinite(retryAfterMs)) return;
-    const expiresAt = sentAt + retryAfterMs - denyCacheMarginMs(retryAfterMs);
+    const expiresAt = Math.min(sentAt + retryAfterMs - denyCacheMarginMs(retryAfterMs), sentAt + this.maxAgeMs);
     if (expiresAt <= receivedAt) return; // already over, or nearly
     const entries = this.#entries;
     if (!entries.delete(key) && entries.size >= this.maxKeys) {

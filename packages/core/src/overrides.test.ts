@@ -6,7 +6,7 @@ import { RateLimiter } from "./limiter.js";
 import { MemoryStore } from "./memory-store.js";
 import { effectivePolicies, overrideFromText, overrideText } from "./overrides.js";
 import { type StoredState, controlState, decideState, peekState } from "./store.js";
-import type { Decision, Store } from "./types.js";
+import type { Decision, Store, StoreResult } from "./types.js";
 
 const T0 = 1_700_000_000_000;
 
@@ -291,13 +291,13 @@ describe("the stored form", () => {
           now += o.dt;
           const nowUs = now * 1000;
           if (o.t === "limit") {
-            const a = bound.consume("k", o.cost);
+            const a = bound.consume("k", o.cost) as StoreResult;
             const b = decideState(list, state, nowUs, o.cost);
             if (b.state !== undefined) state = b.state;
             expect(a.policies).toEqual(b.policies);
             expect(a.override).toEqual(b.override);
           } else if (o.t === "peek") {
-            expect(bound.peek("k").policies).toEqual(peekState(list, state, nowUs).policies);
+            expect((bound.peek("k") as StoreResult).policies).toEqual(peekState(list, state, nowUs).policies);
           } else {
             const command =
               o.t === "set"
