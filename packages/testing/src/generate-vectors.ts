@@ -5,11 +5,11 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type Decision, MemoryStore, RateLimiter } from "@sluice/core";
+import { type Decision, type Duration, MemoryStore, type Override, RateLimiter } from "@sluice/core";
 import { T0 } from "./suite-shared.js";
 import { holdsLeases, referenceOf } from "./algorithms/index.js";
 import { ReferenceLimiter, plain } from "./reference.js";
-import { type PolicySpec, type VectorCase, type VectorStep, policyFromSpec, runStep } from "./vectors.js";
+import { type PolicySpec, type VectorCase, type VectorStep, isOverrideRead, policyFromSpec, runStep, stepMs } from "./vectors.js";
 
 /** mulberry32: a tiny seeded PRNG, so the vectors do not depend on any library's generator. */
 function rng(seed: number) {
@@ -76,6 +76,24 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
       ref.reset(s.key);
       return s;
     }
+    // the override and manual-block commands answer nothing (getOverride: the override)
+    if (s.op === "setOverride") {
+      ref.setOverride(s.key, s.override as Override, s.ttl === undefined ? 0 : stepMs(s.ttl), s.at);
+      return s;
+    }
+    if (s.op === "clearOverride") {
+      ref.clearOverride(s.key, s.at);
+      return s;
+    }
+    if (s.op === "getOverride") return { ...s, expectOverride: ref.getOverride(s.key, s.at) ?? null };
+    if (s.op === "block") {
+      ref.block(s.key, stepMs(s.duration as Duration), s.at);
+      return s;
+    }
+    if (s.op === "unblock") {
+      ref.unblock(s.key, s.at);
+      return s;
+    }
     if (s.op === "release") {
       const of = s.of as number;
       return { ...s, expect: allowed.has(of) ? ref.release(s.key, of + 1, s.at) : ref.peek(s.key, s.at) };
@@ -109,6 +127,12 @@ async function verifyWithMemory(c: VectorCase): Promise<void> {
     now = s.at;
     const decision = await runStep(limiter, s, decisions);
     if (decision === undefined) continue;
+    if (isOverrideRead(decision)) {
+      if (JSON.stringify(decision.got) !== JSON.stringify(s.expectOverride)) {
+        throw new Error(`MemoryStore disagrees with the reference in ${c.name} step ${i} (getOverride):\n got  ${JSON.stringify(decision.got)}\n want ${JSON.stringify(s.expectOverride)}`);
+      }
+      continue;
+    }
     decisions[i] = decision;
     const got = plain(decision);
     if (JSON.stringify(got) !== JSON.stringify(s.expect)) {
@@ -292,7 +316,320 @@ const inFlight: PolicySpec[][] = [
 ];
 for (const [i, limits] of inFlight.entries()) random.push(randomCase(`random with a concurrency cap #${i + 1}`, limits, seed++, 120, 4000));
 
-const cases = [...handPicked, ...random].map(record);
+// per-key overrides and manual blocks (limiter.setOverride, limiter.block): hand-picked cases with
+// the contract's numbers, then seeded random sequences that set, change, clear and outlive
+// overrides and blocks between requests. Appended, so the cases above stay as they were.
+type Plan = Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect">[] };
+const lim = (ms: number, key = "k", cost = 1) => ({ at: T0 + ms, op: "limit" as const, key, cost });
+const times = (n: number, ms: number, key = "k", cost = 1) => Array.from({ length: n }, () => lim(ms, key, cost));
+const overrideCases: Plan[] = [
+  {
+    name: "overrides: { scale: 2.5 } on a token bucket (capacity 4, 2 per second): 10 tokens, one every 200 ms (T' = ceil(500000 × 4 / 10) µs)",
+    limits: [{ kind: "tokenBucket", options: { capacity: 4, refillRate: 2, name: "burst" } }],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 2.5 } },
+      { at: T0, op: "getOverride", key: "k" },
+      ...times(11, 0),
+      lim(199),
+      lim(200),
+      { at: T0 + 1000, op: "peek", key: "k" },
+      lim(1000, "k", 11),
+      lim(1000, "other"),
+    ],
+  },
+  {
+    name: "overrides: { quotas } on a token bucket whose new rate rounds up: capacity 3, 1 per second, quota 7 (T' = ceil(3e6 / 7) = 428572 µs)",
+    limits: [{ kind: "tokenBucket", options: { capacity: 3, refillRate: 1, name: "burst" } }],
+    plan: [{ at: T0, op: "setOverride", key: "k", override: { quotas: { burst: 7 } } }, ...times(8, 0), lim(428), lim(429), lim(429), { at: T0 + 3000, op: "peek", key: "k" }],
+  },
+  {
+    name: "overrides: { scale: 2 } on a leaky bucket (10 per second, burst 5, queue 3): burst 10, queue 6, a drop every 50 ms",
+    limits: [{ kind: "leakyBucket", options: { rate: 10, period: "1s", burst: 5, queue: 3, name: "shaper" } }],
+    plan: [{ at: T0, op: "setOverride", key: "k", override: { scale: 2 } }, ...times(17, 0), lim(49), lim(50), lim(50, "k", 17)],
+  },
+  {
+    name: "overrides: { scale: 1.5 } on a fixed window, a sliding window and a sliding log: each limit times 1.5, rounded down; the windows keep their length",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 3, window: "1m", name: "fixed" } },
+      { kind: "slidingWindow", options: { limit: 5, window: "1m", name: "sliding" } },
+      { kind: "slidingLog", options: { limit: 7, window: "1m", name: "log" } },
+    ],
+    plan: [
+      { at: T0 + 59_000, op: "setOverride", key: "k", override: { scale: 1.5 } },
+      lim(59_000, "k", 4),
+      lim(59_000),
+      lim(59_999),
+      lim(60_000, "k", 3),
+      lim(60_000),
+      { at: T0 + 90_000, op: "peek", key: "k" },
+      lim(119_000, "k", 2),
+      lim(120_000, "k", 4),
+    ],
+  },
+  {
+    name: "overrides: { quotas } names some policies of a tier; the others keep theirs; a second key keeps the base quotas",
+    limits: [
+      { kind: "tokenBucket", options: { capacity: 3, refillRate: 1, interval: "2s", name: "burst" } },
+      { kind: "slidingWindow", options: { limit: 5, window: "1m", name: "per-minute" } },
+      { kind: "fixedWindow", options: { limit: 100, window: "1d", name: "per-day" } },
+    ],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { quotas: { "per-minute": 12, burst: 6 } } },
+      { at: T0, op: "getOverride", key: "k" },
+      ...times(7, 30_000),
+      lim(30_999),
+      lim(31_000),
+      ...times(4, 30_000, "other"),
+      { at: T0 + 40_000, op: "peek", key: "k" },
+      { at: T0 + 40_000, op: "peek", key: "other" },
+    ],
+  },
+  {
+    name: "overrides: { scale } on a concurrency cap: twice the slots; a release frees one whatever the override",
+    limits: [{ kind: "concurrency", options: { limit: 2, lease: "5s", name: "exports" } }],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 2 } },
+      ...times(5, 0),
+      { at: T0 + 100, op: "release", key: "k", of: 1 },
+      lim(100),
+      { at: T0 + 200, op: "clearOverride", key: "k" },
+      lim(200),
+      { at: T0 + 200, op: "peek", key: "k" },
+    ],
+  },
+  {
+    name: "overrides: { unlimited: true } admits without counting (no lease, no penalty box, refunds give nothing); cleared, the quota is whole",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 2, window: "1m", name: "per-minute", block: "10m" } },
+      { kind: "tokenBucket", options: { capacity: 3, refillRate: 1, interval: "10s", name: "burst" } },
+      { kind: "concurrency", options: { limit: 1, lease: "30s", name: "one" } },
+    ],
+    plan: [
+      lim(0),
+      lim(0),
+      lim(0),
+      { at: T0 + 1000, op: "setOverride", key: "k", override: { unlimited: true } },
+      ...times(5, 1000, "k", 2),
+      { at: T0 + 1000, op: "refund", key: "k", cost: 1 },
+      { at: T0 + 1000, op: "peek", key: "k" },
+      { at: T0 + 2000, op: "clearOverride", key: "k" },
+      { at: T0 + 2000, op: "getOverride", key: "k" },
+      lim(2000),
+      { at: T0 + 2000, op: "release", key: "k", of: 0 },
+      { at: T0 + 2000, op: "unblock", key: "k" },
+      { at: T0 + 60_000, op: "peek", key: "k" },
+      lim(60_000, "k", 2),
+    ],
+  },
+  {
+    name: "overrides: a ttl ends at the exact millisecond (applied at its end − 1, not at its end); the counts left behind are judged by the base quota",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 3, window: "1m", name: "fixed" } },
+      { kind: "slidingLog", options: { limit: 4, window: "1m", name: "log" } },
+    ],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 2 }, ttl: "30s" },
+      ...times(7, 0),
+      { at: T0 + 29_999, op: "getOverride", key: "k" },
+      lim(29_999),
+      { at: T0 + 30_000, op: "getOverride", key: "k" },
+      lim(30_000),
+      { at: T0 + 30_000, op: "peek", key: "k" },
+      lim(60_000),
+      lim(60_000),
+      { at: T0 + 60_000, op: "setOverride", key: "k", override: { scale: 2 }, ttl: 1000 },
+      lim(60_000, "k", 3),
+      lim(60_999),
+      lim(61_000),
+    ],
+  },
+  {
+    name: "overrides: a bucket left deeper than its own quota when the override ends: tokenBucket capacity 2, 1 per second, { scale: 3 } for 1 s",
+    limits: [{ kind: "tokenBucket", options: { capacity: 2, refillRate: 1, name: "burst" } }],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 3 }, ttl: "1s" },
+      ...times(7, 0),
+      lim(999),
+      lim(1000),
+      lim(1001),
+      lim(1001),
+      { at: T0 + 2001, op: "peek", key: "k" },
+      { at: T0 + 2001, op: "setOverride", key: "k", override: { scale: 3 } },
+      { at: T0 + 2001, op: "peek", key: "k" },
+      ...times(4, 2001),
+    ],
+  },
+  {
+    name: "overrides: clear, and a new override replaces the old; getOverride reads each",
+    limits: [{ kind: "slidingWindow", options: { limit: 4, window: "10s", name: "sliding" } }],
+    plan: [
+      { at: T0, op: "getOverride", key: "k" },
+      { at: T0, op: "setOverride", key: "k", override: { scale: 2 } },
+      ...times(5, 0),
+      { at: T0 + 10, op: "setOverride", key: "k", override: { quotas: { sliding: 6 } }, ttl: "1h" },
+      { at: T0 + 10, op: "getOverride", key: "k" },
+      ...times(2, 10),
+      { at: T0 + 20, op: "clearOverride", key: "k" },
+      { at: T0 + 20, op: "getOverride", key: "k" },
+      lim(20),
+      { at: T0 + 20, op: "clearOverride", key: "k" },
+      lim(10_000),
+      lim(17_500),
+      lim(20_000, "k", 4),
+    ],
+  },
+  {
+    name: "manual block: every request denied (blocked) with retryAfterMs to its end, nothing counted; at its end served; a later own retry wins",
+    limits: [
+      { kind: "fixedWindow", options: { limit: 3, window: "1m", name: "fixed" } },
+      { kind: "tokenBucket", options: { capacity: 2, refillRate: 1, interval: "1h", name: "hourly" } },
+    ],
+    plan: [
+      lim(0),
+      { at: T0 + 1000, op: "block", key: "k", duration: "5s" },
+      lim(1000),
+      lim(1000, "k", 3),
+      { at: T0 + 2000, op: "peek", key: "k" },
+      lim(5999),
+      lim(6000),
+      { at: T0 + 6000, op: "block", key: "k", duration: 2000 },
+      lim(6000),
+      { at: T0 + 6500, op: "block", key: "k", duration: 500 },
+      lim(6500),
+      lim(7000),
+      { at: T0 + 7000, op: "unblock", key: "k" },
+      lim(7000),
+    ],
+  },
+  {
+    name: "manual block: unblock lifts it and the penalty boxes too; a block beats an unlimited override; reset forgets both",
+    limits: [{ kind: "fixedWindow", options: { limit: 2, window: "1s", name: "login", block: "1m" } }],
+    plan: [
+      ...times(3, 0),
+      lim(1000),
+      { at: T0 + 1000, op: "unblock", key: "k" },
+      lim(1000),
+      { at: T0 + 1000, op: "setOverride", key: "k", override: { unlimited: true } },
+      { at: T0 + 1000, op: "block", key: "k", duration: "2s" },
+      lim(1000),
+      { at: T0 + 1000, op: "peek", key: "k" },
+      lim(3000),
+      { at: T0 + 3000, op: "block", key: "k", duration: "1h" },
+      { at: T0 + 3000, op: "reset", key: "k" },
+      { at: T0 + 3000, op: "getOverride", key: "k" },
+      ...times(3, 3000),
+    ],
+  },
+  {
+    name: "manual block on a key whose override scales it: each policy's own answer under the effective quota, marked blocked",
+    limits: [
+      { kind: "slidingLog", options: { limit: 2, window: "10s", name: "log" } },
+      { kind: "leakyBucket", options: { rate: 1, period: "1s", burst: 2, name: "drip" } },
+    ],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 2 } },
+      ...times(4, 0),
+      { at: T0 + 100, op: "block", key: "k", duration: "1s" },
+      lim(100),
+      lim(100, "k", 5),
+      { at: T0 + 100, op: "refund", key: "k", cost: 1, of: 1 },
+      lim(1100),
+      lim(1100),
+    ],
+  },
+];
+
+/** The largest cost any of `limits` admits (a concurrency cap: any), for the random plans. */
+function fitsOf(limits: PolicySpec[]): number {
+  const fits = Math.min(...limits.map((l) => referenceOf(l.kind).maxCost(l.options)));
+  return fits === Infinity ? 3 : fits;
+}
+
+/**
+ * A seeded random plan with override and manual-block commands between the requests: overrides
+ * (a scale, one policy's quota, unlimited; with a ttl or without) set, replaced, cleared and
+ * outlived; blocks set and lifted; reads of the override. Refunds give back the latest charges
+ * (a refund of one decision across a change of quota is left to the property tests).
+ */
+function randomOverrideCase(name: string, limits: PolicySpec[], seed: number, length: number, spanMs: number): Plan {
+  const rand = rng(seed);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)] as T;
+  const policies = limits.map(policyFromSpec);
+  const concurrent = holdsLeases(limits);
+  const maxCost = fitsOf(limits);
+  // never fewer slots than a concurrency cap's own: with more leases held than a lowered quota
+  // allows, core's retry hint is the earliest lease expiry, before a slot is free, where the
+  // reference says when one is (a hint either way: the conformance suite tests it apart)
+  const lowers = !concurrent;
+  const scales = [0.5, 1.5, 2, 3, 10].filter((scale) => (lowers || scale >= 1) && policies.every((p) => Math.floor(p.limit * scale) >= 1));
+  const anOverride = (): Override => {
+    const roll = rand();
+    if (roll < 0.45) return { scale: pick(scales) };
+    if (roll < 0.85) {
+      const p = pick(policies);
+      const least = lowers || !referenceOf(p.kind).leases ? 1 : p.limit;
+      return { quotas: { [p.name]: least + Math.floor(rand() * (2 * p.limit + 3 - least)) } };
+    }
+    return { unlimited: true };
+  };
+  const span = (k: number) => Math.max(1, Math.floor((spanMs * k) / 4));
+  let at = T0 + Math.floor(rand() * 5000);
+  const plan: Omit<VectorStep, "expect">[] = [];
+  for (let i = 0; i < length; i++) {
+    const r = rand();
+    at += r < 0.4 ? 0 : r < 0.8 ? Math.floor(rand() * (spanMs / 8)) : Math.floor(rand() * spanMs * 1.5);
+    const key = pick(KEYS.slice(0, 2));
+    const roll = rand();
+    if (roll < 0.1) {
+      const ttl = rand() < 0.5 ? undefined : pick([span(1), span(4), 1000]);
+      plan.push(ttl === undefined ? { at, op: "setOverride", key, override: anOverride() } : { at, op: "setOverride", key, override: anOverride(), ttl });
+    } else if (roll < 0.14) plan.push({ at, op: "clearOverride", key });
+    else if (roll < 0.19) plan.push({ at, op: "getOverride", key });
+    else if (roll < 0.23) plan.push({ at, op: "block", key, duration: pick([200, 1000, span(2)]) });
+    else if (roll < 0.27) plan.push({ at, op: "unblock", key });
+    else if (roll < 0.29) plan.push({ at, op: "reset", key });
+    else if (roll < 0.39) plan.push({ at, op: "peek", key });
+    else if (roll < 0.44) plan.push({ at, op: "refund", key, cost: 1 + Math.floor(rand() * maxCost) });
+    else if (concurrent && roll < 0.56) {
+      const earlier = plan.map((s, j) => (s.op === "limit" && s.key === key ? j : -1)).filter((j) => j >= 0).slice(-4);
+      plan.push(earlier.length === 0 ? { at, op: "peek", key } : { at, op: "release", key, of: pick(earlier) });
+    } else {
+      const costRoll = rand();
+      plan.push({ at, op: "limit", key, cost: costRoll < 0.6 ? 1 : costRoll < 0.95 ? 1 + Math.floor(rand() * Math.max(1, Math.ceil(maxCost / 2))) : maxCost + 1 });
+    }
+  }
+  return { name, limits, plan };
+}
+
+const overrideSets: PolicySpec[][] = [
+  [{ kind: "fixedWindow", options: { limit: 5, window: "10s" } }],
+  [{ kind: "slidingWindow", options: { limit: 6, window: "10s" } }],
+  [{ kind: "slidingLog", options: { limit: 5, window: "10s" } }],
+  [{ kind: "tokenBucket", options: { capacity: 5, refillRate: 2 } }],
+  [{ kind: "tokenBucket", options: { capacity: 3, refillRate: 7, interval: 1000 } }],
+  [{ kind: "leakyBucket", options: { rate: 3, period: "1s", burst: 2, queue: 4 } }],
+  [{ kind: "concurrency", options: { limit: 3, lease: "2s" } }],
+  [
+    { kind: "slidingWindow", options: { limit: 30, window: "1m", name: "per-minute" } },
+    { kind: "fixedWindow", options: { limit: 1000, window: "1d", name: "per-day" } },
+    { kind: "tokenBucket", options: { capacity: 10, refillRate: 30, interval: "1m", name: "burst" } },
+  ],
+  [
+    { kind: "fixedWindow", options: { limit: 3, window: "2s", name: "fixed", block: "5s" } },
+    { kind: "leakyBucket", options: { rate: 4, period: "1s", burst: 3, queue: 2, name: "shaper" } },
+  ],
+  [
+    { kind: "tokenBucket", options: { capacity: 4, refillRate: 2, name: "burst", block: { base: 500, factor: 2, max: "4s" } } },
+    { kind: "concurrency", options: { limit: 2, lease: "3s", name: "exports" } },
+    { kind: "slidingLog", options: { limit: 5, window: "2s", name: "log" } },
+  ],
+];
+for (const [i, limits] of overrideSets.entries()) {
+  const spanMs = limits.length === 1 ? referenceOf(limits[0]!.kind).vectorSpanMs(limits[0]!.options) : 4000;
+  overrideCases.push(randomOverrideCase(`random with overrides and manual blocks #${i + 1}: ${limits.map((l) => l.kind).join(", ")}`, limits, seed++, 100, spanMs));
+}
+
+const cases = [...handPicked, ...random, ...overrideCases].map(record);
 for (const c of cases) await verifyWithMemory(c);
 const out = fileURLToPath(new URL("../vectors/vectors.json", import.meta.url));
 // one line per step keeps the file readable in diffs and small

@@ -256,6 +256,8 @@ function steppedInto(
           return (stepped ?? forward()) as ReturnType<BoundStore["refund"]>;
         },
         release: async (key, lease) => bound.release(key, lease),
+        // overrides and manual blocks pass through untouched, when the store holds them
+        ...(bound.control === undefined ? {} : { control: async (key: string, command: Parameters<NonNullable<BoundStore["control"]>>[1]) => bound.control!(key, command) }),
       };
     },
   };
@@ -349,7 +351,9 @@ export function testHostileSequences(hooks: InvariantHooks): void {
       store,
       limits: fixedWindow({ limit: 1, window: "1h", name: "login", block: "1m" }),
       prefix: hooks.prefix(),
-      denyCache: { clock: () => local },
+      // an entry lives at most maxAgeMs (60 s by default, so that another instance's unblock is
+      // seen within it): an hour here, to hold it for the whole wait
+      denyCache: { clock: () => local, maxAgeMs: 3_600_000 },
     });
     at(0);
     expect((await l.limit("k")).allowed).toBe(true);

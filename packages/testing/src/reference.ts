@@ -6,10 +6,16 @@
  * millisecond. Slow and obviously right; the property tests and the recorded vectors compare every
  * store with it.
  *
+ * Per-key overrides and manual blocks (`limiter.setOverride`, `limiter.block`) as the contract
+ * states them: the effective quota of each policy worked out here (`effectiveQuota`), each model
+ * judging its state under it (`Model.retarget`, which also checks core's effective policy against
+ * the contract), an unlimited override answering without counting, a manual block denying every
+ * request with each policy's own answer and the later of the two blocks' ends.
+ *
  * Time is whole milliseconds (the stores' test clocks are ms).
  */
-import type { Decision, Policy, PolicyResult } from "@sluice/core";
-import { blockDurationMs } from "@sluice/core/store";
+import type { Decision, Override, Policy, PolicyResult } from "@sluice/core";
+import { blockDurationMs, effectivePolicies, maxQuota, overrideFromText, quotaOf } from "@sluice/core/store";
 import { type Model, type ModelCharge, modelOf } from "./algorithms/index.js";
 
 export type { ModelCharge } from "./algorithms/index.js";
@@ -26,6 +32,44 @@ export interface PlainDecision {
   policy: string;
   reason: string;
   policies: (Omit<PolicyResult, "retryAfterMs"> & { retryAfterMs: number | null })[];
+  /** The key's override that applied (`decision.override`), as plain data; absent when none did. */
+  override?: Override;
+}
+
+/**
+ * The body a store keeps for an override (the contract's stored form): `s,<scale>` (JavaScript's
+ * `String(scale)`), `u`, or `q,<name>=<quota>,…` with the names in JavaScript's string order.
+ */
+export function overrideBody(override: Override): string {
+  if ("unlimited" in override) return "u";
+  if ("scale" in override) return `s,${String(override.scale)}`;
+  const names = Object.keys(override.quotas).sort();
+  return `q,${names.map((n) => `${n}=${override.quotas[n]}`).join(",")}`;
+}
+
+/**
+ * The quota an override gives `policy` (the contract): `min(max, max(1, floor(Q × scale)))` for a
+ * scale, the listed quota (clamped alike) for a policy that `quotas` names, the policy's own `Q`
+ * otherwise (and under `unlimited`, which counts nothing).
+ */
+export function effectiveQuota(policy: Policy, override: Override | undefined): number {
+  const Q = quotaOf(policy);
+  if (override === undefined || "unlimited" in override) return Q;
+  let quota: number;
+  if ("scale" in override) quota = Math.floor(Q * override.scale);
+  else {
+    const listed = override.quotas[policy.name];
+    if (listed === undefined) return Q;
+    quota = listed;
+  }
+  return Math.min(maxQuota(policy), Math.max(1, quota));
+}
+
+/** A key's override (its end: epoch ms, Infinity for none) and manual block (its end, 0 for none). */
+interface KeyControls {
+  override: Override | undefined;
+  overrideUntil: number;
+  blockUntil: number;
 }
 
 /** How far ahead the brute-force retry search looks before it calls a cost impossible (ms). */
@@ -39,6 +83,10 @@ export class ReferenceLimiter {
   readonly #models = new Map<string, Model[]>();
   /** Per key, per policy: the penalty box (blocked until, epoch ms; offences so far). */
   readonly #blocks = new Map<string, { until: number; offences: number }[]>();
+  /** Per key: its override and manual block. */
+  readonly #controls = new Map<string, KeyControls>();
+  /** Per key: the quota each model judges by now (see `#sync`). */
+  readonly #quotas = new Map<string, number[]>();
   /**
    * The charge the last `limit` made (`undefined` if it was denied): its time and each model's
    * snapshot right after it, for a refund of it later.
@@ -56,16 +104,17 @@ export class ReferenceLimiter {
   }
 
   /**
-   * While a penalty box runs, every request is denied: a blocked policy until the later of the
-   * block's end and its own retry time for `cost`; the others as they would decide the request
-   * (their state when they would allow it, their own denial when not). Nothing is consumed and no
-   * offence counted.
+   * While a penalty box or a manual block runs, every request is denied: a blocked policy until
+   * the later of the block's end (the manual block's, its own penalty box's) and its own retry time
+   * for `cost`; the others as they would decide the request (their state when they would allow it,
+   * their own denial when not). Nothing is consumed and no offence counted.
    */
   #blockedResults(key: string, nowMs: number, cost: number): PlainDecision | undefined {
     const blocks = this.#blocksOf(key);
-    if (!blocks.some((b) => b.until > nowMs)) return undefined;
+    const manual = this.#liveControls(key, nowMs)?.blockUntil ?? 0;
+    if (manual <= nowMs && !blocks.some((b) => b.until > nowMs)) return undefined;
     const results = this.#of(key).map((m, i) => {
-      const until = blocks[i]!.until;
+      const until = Math.max(blocks[i]!.until, manual);
       const c = m.check(nowMs, cost);
       const state = c.allowed
         ? { policy: m.policy.name, allowed: true, limit: m.policy.limit, ...m.now(nowMs), retryAfterMs: 0 as number | null, delayMs: 0, refillAt: ReferenceLimiter.refillAt(m, nowMs) }
@@ -81,7 +130,109 @@ export class ReferenceLimiter {
           };
       return until > nowMs ? blockedResult(state, nowMs, until - nowMs) : state;
     });
-    return combine(results, nowMs);
+    return this.#withOverride(combine(results, nowMs), key, nowMs);
+  }
+
+  /** The key's override and manual block at `nowMs` (the parts that ended dropped), or `undefined`. */
+  #liveControls(key: string, nowMs: number): KeyControls | undefined {
+    const c = this.#controls.get(key);
+    if (c === undefined) return undefined;
+    if (c.override !== undefined && c.overrideUntil <= nowMs) c.override = undefined;
+    if (c.blockUntil <= nowMs) c.blockUntil = 0;
+    if (c.override === undefined && c.blockUntil === 0) {
+      this.#controls.delete(key);
+      return undefined;
+    }
+    return c;
+  }
+
+  /** The override that applies to `key` at `nowMs`, or `undefined`. */
+  overrideAt(key: string, nowMs: number): Override | undefined {
+    return this.#liveControls(key, nowMs)?.override;
+  }
+
+  /**
+   * Points the key's models at the quotas its override gives at `nowMs` (its own when it has none,
+   * or it ended): a model whose quota changes judges its state under the new one from now on. The
+   * effective policies are core's (`effectivePolicies`), checked against {@link effectiveQuota}
+   * here and against the contract's scaling by each model.
+   */
+  #sync(key: string, nowMs: number): void {
+    const override = this.overrideAt(key, nowMs);
+    const want = this.policies.map((p) => effectiveQuota(p, override));
+    const have = this.#quotas.get(key) ?? this.policies.map(quotaOf);
+    if (want.every((q, i) => q === have[i])) return;
+    const models = this.#of(key);
+    const effective = override === undefined || "unlimited" in override ? this.policies : effectivePolicies(this.policies, overrideBody(override));
+    want.forEach((quota, i) => {
+      if (quota === have[i]) return;
+      const policy = quota === quotaOf(this.policies[i]!) ? this.policies[i]! : effective[i]!;
+      if (policy.limit !== quota) {
+        throw new Error(`reference: core's effective policy ${JSON.stringify(policy.name)} under ${overrideBody(override!)} has quota ${policy.limit}; the contract says ${quota}`);
+      }
+      models[i]!.retarget(policy);
+    });
+    this.#quotas.set(key, want);
+  }
+
+  /** Whether an unlimited override applies to `key` at `nowMs` (a manual block still wins). */
+  #unlimited(key: string, nowMs: number): boolean {
+    const o = this.overrideAt(key, nowMs);
+    return o !== undefined && "unlimited" in o;
+  }
+
+  /** Every policy's answer under an unlimited override: allowed, nothing counted, its own whole quota. */
+  #unlimitedResults(key: string, nowMs: number): PlainDecision {
+    const results = this.policies.map((p) => ({ policy: p.name, allowed: true, limit: quotaOf(p), remaining: quotaOf(p), resetAt: nowMs, retryAfterMs: 0, delayMs: 0, refillAt: nowMs }));
+    return this.#withOverride(combine(results, nowMs), key, nowMs);
+  }
+
+  /** `decision` with the key's live override on it (plain data), when one applies. */
+  #withOverride(decision: PlainDecision, key: string, nowMs: number): PlainDecision {
+    const o = this.overrideAt(key, nowMs);
+    if (o !== undefined) decision.override = JSON.parse(JSON.stringify(o)) as Override;
+    return decision;
+  }
+
+  /** `limiter.setOverride(key, override, { ttl })` at `nowMs` (`ttlMs` 0: until cleared). */
+  setOverride(key: string, override: Override, ttlMs: number, nowMs: number): void {
+    const c = this.#liveControls(key, nowMs) ?? { override: undefined, overrideUntil: Infinity, blockUntil: 0 };
+    // the override as a store keeps it, and reads it back
+    const stored = overrideFromText(overrideBody(override));
+    if (stored === undefined) throw new Error(`reference: ${JSON.stringify(override)} is no override`);
+    c.override = JSON.parse(JSON.stringify(stored)) as Override;
+    c.overrideUntil = ttlMs === 0 ? Infinity : nowMs + ttlMs;
+    this.#controls.set(key, c);
+  }
+
+  /** `limiter.getOverride(key)` at `nowMs`. */
+  getOverride(key: string, nowMs: number): Override | undefined {
+    return this.overrideAt(key, nowMs);
+  }
+
+  /** `limiter.clearOverride(key)` at `nowMs`. */
+  clearOverride(key: string, nowMs: number): void {
+    const c = this.#liveControls(key, nowMs);
+    if (c === undefined) return;
+    c.override = undefined;
+    this.#liveControls(key, nowMs);
+  }
+
+  /** `limiter.block(key, duration)` at `nowMs`: a manual block until `nowMs + durationMs`, replacing the key's. */
+  block(key: string, durationMs: number, nowMs: number): void {
+    const c = this.#liveControls(key, nowMs) ?? { override: undefined, overrideUntil: Infinity, blockUntil: 0 };
+    c.blockUntil = nowMs + durationMs;
+    this.#controls.set(key, c);
+  }
+
+  /** `limiter.unblock(key)` at `nowMs`: no manual block, and every policy's penalty box forgotten (its offences too). */
+  unblock(key: string, nowMs: number): void {
+    const c = this.#liveControls(key, nowMs);
+    if (c !== undefined) {
+      c.blockUntil = 0;
+      this.#liveControls(key, nowMs);
+    }
+    this.#blocks.delete(key);
   }
 
   #of(key: string): Model[] {
@@ -132,6 +283,9 @@ export class ReferenceLimiter {
   /** `lease`: the id an allowed request's slot is held under on every concurrency policy. */
   limit(key: string, cost: number, nowMs: number, lease = 0): PlainDecision {
     this.lastCharge = undefined;
+    this.#sync(key, nowMs);
+    // a manual block wins over an unlimited override, which lets everything else through uncounted
+    if (this.#unlimited(key, nowMs) && (this.#liveControls(key, nowMs)?.blockUntil ?? 0) === 0) return this.#unlimitedResults(key, nowMs);
     const blocked = this.#blockedResults(key, nowMs, cost);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
@@ -171,10 +325,12 @@ export class ReferenceLimiter {
         results[i] = blockedResult(r, nowMs, ms);
       });
     }
-    return combine(results, nowMs);
+    return this.#withOverride(combine(results, nowMs), key, nowMs);
   }
 
   peek(key: string, nowMs: number): PlainDecision {
+    this.#sync(key, nowMs);
+    if (this.#unlimited(key, nowMs) && (this.#liveControls(key, nowMs)?.blockUntil ?? 0) === 0) return this.#unlimitedResults(key, nowMs);
     const blocked = this.#blockedResults(key, nowMs, 1);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
@@ -192,12 +348,15 @@ export class ReferenceLimiter {
         refillAt: ReferenceLimiter.refillAt(m, nowMs),
       };
     });
-    return combine(results, nowMs);
+    return this.#withOverride(combine(results, nowMs), key, nowMs);
   }
 
+  /** Forgets everything of the key: its state, its penalty boxes, its override and its manual block. */
   reset(key: string): void {
     this.#models.delete(key);
     this.#blocks.delete(key);
+    this.#controls.delete(key);
+    this.#quotas.delete(key);
   }
 
   /**
@@ -206,6 +365,9 @@ export class ReferenceLimiter {
    * charges); answers as `peek`.
    */
   refund(key: string, cost: number, charge: { atMs: number; snapshots: readonly number[]; refunded: number } | undefined, nowMs: number): PlainDecision {
+    this.#sync(key, nowMs);
+    // under an unlimited override nothing is counted, and nothing is given back
+    if (this.#unlimited(key, nowMs)) return this.peek(key, nowMs);
     this.#of(key).forEach((m, i) =>
       m.refund(nowMs, cost, charge === undefined ? undefined : { atMs: charge.atMs, snapshot: charge.snapshots[i] as number, refunded: charge.refunded }),
     );
@@ -214,6 +376,8 @@ export class ReferenceLimiter {
 
   /** Frees the slot `lease` holds on every policy that holds leases (idempotent); answers as `peek`. */
   release(key: string, lease: number, nowMs: number): PlainDecision {
+    // a lease is freed whatever the override
+    this.#sync(key, nowMs);
     for (const m of this.#of(key)) m.release?.(nowMs, lease);
     return this.peek(key, nowMs);
   }
@@ -257,10 +421,10 @@ function combine(results: PlainDecision["policies"], nowMs: number): PlainDecisi
 
 /** A `Decision` as plain JSON-able data (Infinity → null, no `pending`), for comparisons and vectors. */
 export function plain(
-  decision: Pick<Decision, "allowed" | "now" | "limit" | "remaining" | "resetAt" | "retryAfterMs" | "delayMs" | "policy" | "policies"> & { reason: string },
+  decision: Pick<Decision, "allowed" | "now" | "limit" | "remaining" | "resetAt" | "retryAfterMs" | "delayMs" | "policy" | "policies" | "override"> & { reason: string },
 ): PlainDecision {
   const fin = (x: number) => (x === Infinity ? null : x);
-  return {
+  const out: PlainDecision = {
     allowed: decision.allowed,
     now: decision.now,
     limit: decision.limit,
@@ -272,4 +436,6 @@ export function plain(
     reason: decision.reason,
     policies: decision.policies.map((p) => ({ ...p, retryAfterMs: fin(p.retryAfterMs) })),
   };
+  if (decision.override !== undefined) out.override = JSON.parse(JSON.stringify(decision.override)) as Override;
+  return out;
 }

@@ -1,8 +1,9 @@
 /**
  * A third-party store built only on `@sluice/core/store` — the key schema and the pure
- * `decideState`/`peekState`/`refundState`/`releaseState` over a JSON state — passes the same conformance suite as the stores
- * Sluice ships. Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a
- * database or a KV store.
+ * `decideState`/`peekState`/`refundState`/`releaseState`/`controlState` over a JSON state — passes
+ * the same conformance suite as the stores Sluice ships, overrides and manual blocks included.
+ * Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a database or a KV
+ * store.
  */
 import {
   type BoundStore,
@@ -10,6 +11,7 @@ import {
   type StoreNamespace,
   type StoredState,
   assertNamespace,
+  controlState,
   decideState,
   peekState,
   refundState,
@@ -37,29 +39,38 @@ class JsonRecordStore implements Store {
         const now = nowUs();
         const decided = decideState(namespace.policies, read(id, now), now, cost, lease);
         if (decided.state !== undefined) records.set(id, { json: JSON.stringify(decided.state), expiresAtUs: decided.expiresAtUs });
-        // an allowed charge's marks go back to the limiter, which hands them to refund()
-        return { now: Math.floor(now / 1000), policies: decided.policies, marks: decided.marks };
+        // an allowed charge's marks go back to the limiter, which hands them to refund(); the
+        // override that applied goes on the decision
+        return { now: Math.floor(now / 1000), policies: decided.policies, marks: decided.marks, override: decided.override };
       },
       peek(key) {
         const now = nowUs();
-        return { now: Math.floor(now / 1000), policies: peekState(namespace.policies, read(storageKey(namespace, key), now), now).policies };
+        const peeked = peekState(namespace.policies, read(storageKey(namespace, key), now), now);
+        return { now: Math.floor(now / 1000), policies: peeked.policies, override: peeked.override };
       },
       refund(key, cost, charge) {
         const id = storageKey(namespace, key);
         const now = nowUs();
         const refunded = refundState(namespace.policies, read(id, now), now, cost, charge);
         if (refunded.state !== undefined) records.set(id, { json: JSON.stringify(refunded.state), expiresAtUs: refunded.expiresAtUs });
-        return { now: Math.floor(now / 1000), policies: refunded.policies };
+        return { now: Math.floor(now / 1000), policies: refunded.policies, override: refunded.override };
       },
       release(key, lease) {
         const id = storageKey(namespace, key);
         const now = nowUs();
         const released = releaseState(namespace.policies, read(id, now), now, lease);
         if (released.state !== undefined) records.set(id, { json: JSON.stringify(released.state), expiresAtUs: released.expiresAtUs });
-        return { now: Math.floor(now / 1000), policies: released.policies };
+        return { now: Math.floor(now / 1000), policies: released.policies, override: released.override };
       },
       reset(key) {
         records.delete(storageKey(namespace, key));
+      },
+      control(key, command) {
+        const id = storageKey(namespace, key);
+        const now = nowUs();
+        const controlled = controlState(namespace.policies, read(id, now), now, command);
+        if (controlled.state !== undefined) records.set(id, { json: JSON.stringify(controlled.state), expiresAtUs: controlled.expiresAtUs });
+        return { now: Math.floor(now / 1000), override: controlled.override };
       },
     };
   }

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { concurrency } from "@sluice/core";
+import { type Policy, concurrency } from "@sluice/core";
 import fc from "fast-check";
-import type { Admission, Model, PolicyOf, ReferenceAlgorithm } from "./definition.js";
+import { type Admission, type Model, type PolicyOf, type ReferenceAlgorithm, assertRetarget } from "./definition.js";
 
 /** The options of a concurrency cap's spec (it takes no penalty box). */
 export interface ConcurrencySpecOptions {
@@ -26,7 +26,15 @@ class ConcurrencyModel implements Model {
   leases: { expires: number; id: number }[] = [];
   readonly maxCost = Infinity;
   readonly retryCapMs = CONCURRENCY_RETRY_MS;
-  constructor(readonly policy: PolicyOf<"concurrency">) {}
+  policy: PolicyOf<"concurrency">;
+  constructor(readonly base: PolicyOf<"concurrency">) {
+    this.policy = base;
+  }
+  /** Another number of slots: the leases held stay held. */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["leaseMs"]);
+    this.policy = policy as PolicyOf<"concurrency">;
+  }
   live(nowMs: number) {
     return this.leases.filter((l) => l.expires > nowMs);
   }

@@ -45,7 +45,7 @@ export interface Model {
    * never above the quota, never more than the charge still weighs.
    */
   refund(nowMs: number, cost: number, charge: ModelCharge | undefined): void;
-  /** What a refund of the charge just committed needs to know (a bucket's level right after it). */
+  /** What a refund of the charge just committed needs to know (a bucket's deficit or backlog right after it, in µs: the same under any quota). */
   snapshot(): number;
   /** The largest cost the policy can ever admit. */
   readonly maxCost: number;
@@ -61,6 +61,16 @@ export interface Model {
   readonly retryCapMs?: number;
   /** Frees the slot `lease` holds (a policy that holds leases); idempotent. */
   release?(nowMs: number, lease: number): void;
+  /**
+   * Judges the same state under `policy` from now on: the model's own policy with another quota
+   * (a key's override, `limiter.setOverride`; the model's own policy again when it ends). The model
+   * works out the rest from the override contract by itself — a window keeps its length; a bucket
+   * of quota `Q'` (its own `Q`) has `queue' = floor(queue × Q'/Q)` and emission interval
+   * `T' = max(1, ceil(T × Q/Q'))` — and throws when `policy` (core's effective policy) says
+   * otherwise. The state carries over as a store keeps it: window counts, log entries and leases
+   * as they are; a bucket's theoretical arrival time (its backlog, in µs) unchanged.
+   */
+  retarget(policy: Policy): void;
 }
 
 /**
@@ -194,6 +204,22 @@ export function windowAgreementArbitrary(
   windowMs: fc.Arbitrary<number> = fc.integer({ min: 1, max: 90 }).map((s) => s * 1000),
 ): fc.Arbitrary<Policy> {
   return fc.record({ limit: fc.integer({ min: 1, max: 5 }), windowMs }).map(({ limit, windowMs }) => factory({ limit, window: windowMs, name }));
+}
+
+/**
+ * The check every model makes of an effective policy it is retargeted to: the same kind, name and
+ * penalty box as its own policy, a positive safe-integer quota, and `same` (what the kind keeps:
+ * a window's length, a lease's) equal. Throws when one differs.
+ */
+export function assertRetarget(base: Policy, policy: Policy, same: readonly string[]): void {
+  const b = base as unknown as Record<string, unknown>;
+  const p = policy as unknown as Record<string, unknown>;
+  const differs = ["kind", "name", ...same].filter((k) => b[k] !== p[k]);
+  if (policy.block !== base.block && JSON.stringify(policy.block) !== JSON.stringify(base.block)) differs.push("block");
+  if (!Number.isSafeInteger(policy.limit) || policy.limit < 1) differs.push("limit");
+  if (differs.length > 0) {
+    throw new Error(`reference: the effective policy of ${JSON.stringify(base.name)} (${base.kind}) is not its own with another quota: ${differs.map((k) => `${k} ${JSON.stringify(b[k])} → ${JSON.stringify(p[k])}`).join(", ")}`);
+  }
 }
 
 /** A window algorithm's kind. */

@@ -4,13 +4,21 @@
  *
  * @module
  */
-import { fixedWindow } from "@sluice/core";
-import { type Model, type ModelCharge, type PolicyOf, windowReference } from "./definition.js";
+import { type Policy, fixedWindow } from "@sluice/core";
+import { type Model, type ModelCharge, type PolicyOf, assertRetarget, windowReference } from "./definition.js";
 
 class FixedWindowModel implements Model {
   readonly counts = new Map<number, number>();
-  readonly maxCost: number;
-  constructor(readonly policy: PolicyOf<"fixedWindow">) {
+  maxCost: number;
+  policy: PolicyOf<"fixedWindow">;
+  constructor(readonly base: PolicyOf<"fixedWindow">) {
+    this.policy = base;
+    this.maxCost = base.limit;
+  }
+  /** Another quota: the counts stay, the window keeps its length. */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["windowMs"]);
+    this.policy = policy as PolicyOf<"fixedWindow">;
     this.maxCost = policy.limit;
   }
   private window(nowMs: number) {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { leakyBucket } from "@sluice/core";
+import { type Policy, leakyBucket } from "@sluice/core";
 import fc from "fast-check";
 import {
   type Model,
@@ -13,6 +13,7 @@ import {
   type PolicyOf,
   type ReferenceAlgorithm,
   type SpecCommon,
+  assertRetarget,
   bucketBound,
   bucketTimeScalesMs,
   ceilDiv,
@@ -30,11 +31,20 @@ export interface LeakyBucketSpecOptions extends SpecCommon {
 /** Leaky bucket as a meter: water (µs of backlog) drains at 1 µs per µs; a request pours cost × T. */
 class LeakyBucketModel implements Model {
   readonly water = { level: 0, at: 0 };
-  readonly maxCost: number;
-  readonly T: number;
-  constructor(readonly policy: PolicyOf<"leakyBucket">) {
-    this.maxCost = policy.burst + policy.queue;
-    this.T = ceilDiv(policy.periodMs * 1000, policy.rate);
+  maxCost: number;
+  T: number;
+  burst: number;
+  queue: number;
+  policy: PolicyOf<"leakyBucket">;
+  /** The emission interval of the model's own policy (µs). */
+  readonly baseT: number;
+  constructor(readonly base: PolicyOf<"leakyBucket">) {
+    this.policy = base;
+    this.burst = base.burst;
+    this.queue = base.queue;
+    this.maxCost = base.burst + base.queue;
+    this.baseT = ceilDiv(base.periodMs * 1000, base.rate);
+    this.T = this.baseT;
   }
   private levelAt(nowMs: number) {
     return Math.max(0, this.water.level - (nowMs - this.water.at) * 1000);
@@ -42,7 +52,7 @@ class LeakyBucketModel implements Model {
   check(nowMs: number, cost: number) {
     const level = this.levelAt(nowMs);
     const poured = level + cost * this.T;
-    const { burst, queue } = this.policy;
+    const { burst, queue } = this;
     if (poured <= burst * this.T) {
       return { allowed: true, remaining: Math.floor((burst * this.T - poured) / this.T), resetAt: ceilDiv(nowMs * 1000 + poured, 1000), delayMs: 0 };
     }
@@ -71,9 +81,29 @@ class LeakyBucketModel implements Model {
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
     return {
-      remaining: Math.max(0, Math.floor((this.policy.burst * this.T - level) / this.T)),
+      remaining: Math.max(0, Math.floor((this.burst * this.T - level) / this.T)),
       resetAt: ceilDiv(nowMs * 1000 + level, 1000),
     };
+  }
+  /**
+   * A burst of Q' (its own Q), a queue of floor(queue × Q'/Q) and drops every
+   * T' = max(1, ceil(T × Q/Q')) µs. The water (the backlog in µs) stays as it is.
+   */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["periodMs", "rate"]);
+    const quota = policy.limit;
+    const own = quota === this.base.burst;
+    const T = own ? this.baseT : Math.max(1, ceilDiv(this.baseT * this.base.burst, quota));
+    const queue = own ? this.base.queue : Math.floor((this.base.queue * quota) / this.base.burst);
+    const p = policy as PolicyOf<"leakyBucket">;
+    if (p.burst !== quota || p.queue !== queue || p.emissionIntervalUs !== T) {
+      throw new Error(`reference: core's effective leaky bucket of ${JSON.stringify(policy.name)} with quota ${quota} has burst ${p.burst}, queue ${p.queue}, T ${p.emissionIntervalUs} µs; the contract says ${quota}, ${queue}, ${T} µs`);
+    }
+    this.policy = p;
+    this.T = T;
+    this.burst = quota;
+    this.queue = queue;
+    this.maxCost = quota + queue;
   }
 }
 

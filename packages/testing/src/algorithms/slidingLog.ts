@@ -4,14 +4,22 @@
  *
  * @module
  */
-import { slidingLog } from "@sluice/core";
+import { type Policy, slidingLog } from "@sluice/core";
 import fc from "fast-check";
-import { type Admission, type Model, type ModelCharge, type PolicyOf, netUnits, windowReference } from "./definition.js";
+import { type Admission, type Model, type ModelCharge, type PolicyOf, assertRetarget, netUnits, windowReference } from "./definition.js";
 
 class SlidingLogModel implements Model {
   readonly log: { at: number; cost: number }[] = [];
-  readonly maxCost: number;
-  constructor(readonly policy: PolicyOf<"slidingLog">) {
+  maxCost: number;
+  policy: PolicyOf<"slidingLog">;
+  constructor(readonly base: PolicyOf<"slidingLog">) {
+    this.policy = base;
+    this.maxCost = base.limit;
+  }
+  /** Another quota: the counts stay, the window keeps its length. */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["windowMs"]);
+    this.policy = policy as PolicyOf<"slidingLog">;
     this.maxCost = policy.limit;
   }
   private live(nowMs: number) {

@@ -5,13 +5,21 @@
  *
  * @module
  */
-import { slidingWindow } from "@sluice/core";
-import { type Model, type ModelCharge, type PolicyOf, windowReference } from "./definition.js";
+import { type Policy, slidingWindow } from "@sluice/core";
+import { type Model, type ModelCharge, type PolicyOf, assertRetarget, windowReference } from "./definition.js";
 
 class SlidingWindowModel implements Model {
   readonly counts = new Map<number, number>();
-  readonly maxCost: number;
-  constructor(readonly policy: PolicyOf<"slidingWindow">) {
+  maxCost: number;
+  policy: PolicyOf<"slidingWindow">;
+  constructor(readonly base: PolicyOf<"slidingWindow">) {
+    this.policy = base;
+    this.maxCost = base.limit;
+  }
+  /** Another quota: the counts stay, the window keeps its length. */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["windowMs"]);
+    this.policy = policy as PolicyOf<"slidingWindow">;
     this.maxCost = policy.limit;
   }
   /** The weighted count scaled by W: prev*(W - r) + cur*W, with the counts of the real windows. */

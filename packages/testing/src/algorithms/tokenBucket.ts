@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { tokenBucket } from "@sluice/core";
+import { type Policy, tokenBucket } from "@sluice/core";
 import fc from "fast-check";
 import {
   type Model,
@@ -13,6 +13,7 @@ import {
   type PolicyOf,
   type ReferenceAlgorithm,
   type SpecCommon,
+  assertRetarget,
   bucketBound,
   bucketTimeScalesMs,
   ceilDiv,
@@ -31,28 +32,36 @@ export interface TokenBucketSpecOptions extends SpecCommon {
  * "µs of refill" (tokens × emission interval) so it stays an integer.
  */
 class TokenBucketModel implements Model {
-  readonly levels = { level: -1, at: 0 };
-  readonly maxCost: number;
-  readonly T: number;
-  readonly full: number;
-  constructor(readonly policy: PolicyOf<"tokenBucket">) {
-    this.maxCost = policy.capacity;
-    this.T = ceilDiv(policy.intervalMs * 1000, policy.refillRate);
-    this.full = policy.capacity * this.T;
+  /** The level (µs of refill) at `at` (ms); `fresh`: never charged, so full. */
+  readonly levels = { level: 0, at: 0, fresh: true };
+  maxCost: number;
+  T: number;
+  full: number;
+  policy: PolicyOf<"tokenBucket">;
+  /** The emission interval of the model's own policy (µs). */
+  readonly baseT: number;
+  constructor(readonly base: PolicyOf<"tokenBucket">) {
+    this.policy = base;
+    this.maxCost = base.capacity;
+    this.baseT = ceilDiv(base.intervalMs * 1000, base.refillRate);
+    this.T = this.baseT;
+    this.full = base.capacity * this.T;
   }
   private levelAt(nowMs: number) {
-    if (this.levels.level < 0) return this.full;
+    if (this.levels.fresh) return this.full;
     return Math.min(this.full, this.levels.level + (nowMs - this.levels.at) * 1000);
   }
   check(nowMs: number, cost: number) {
     const level = this.levelAt(nowMs);
     const allowed = level >= cost * this.T;
     const after = allowed ? level - cost * this.T : level;
-    return { allowed, remaining: Math.floor(after / this.T), resetAt: ceilDiv(nowMs * 1000 + this.full - after, 1000), delayMs: 0 };
+    // (a level below 0: a bucket that was deeper under another quota, see retarget)
+    return { allowed, remaining: Math.max(0, Math.floor(after / this.T)), resetAt: ceilDiv(nowMs * 1000 + this.full - after, 1000), delayMs: 0 };
   }
   commit(nowMs: number, cost: number) {
     this.levels.level = this.levelAt(nowMs) - cost * this.T;
     this.levels.at = nowMs;
+    this.levels.fresh = false;
   }
   refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
     // tokens back, the bucket never above full, and never more than the charge still weighs: the
@@ -60,17 +69,39 @@ class TokenBucketModel implements Model {
     // back of it already. A charge the refill has erased (the bucket has been full since) weighs nothing.
     const level = this.levelAt(nowMs);
     let back = Math.min(cost * this.T, this.full - level);
-    if (charge !== undefined) back = Math.min(back, this.full - charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    if (charge !== undefined) back = Math.min(back, charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
     if (back <= 0) return;
     this.levels.level = level + back;
     this.levels.at = nowMs;
+    this.levels.fresh = false;
   }
+  /** The deficit right after a charge (full − level, µs): what the charge leaves to refill (the same under any quota). */
   snapshot() {
-    return this.levels.level;
+    return this.full - this.levels.level;
   }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
-    return { remaining: Math.floor(level / this.T), resetAt: ceilDiv(nowMs * 1000 + this.full - level, 1000) };
+    return { remaining: Math.max(0, Math.floor(level / this.T)), resetAt: ceilDiv(nowMs * 1000 + this.full - level, 1000) };
+  }
+  /**
+   * A capacity of Q' tokens, each refilled in T' = max(1, ceil(T × Q/Q')) µs (about the same time
+   * to fill). The store keeps the time the bucket is full again (now + full − level), unchanged:
+   * so the level moves by the change of `full`, and may be below 0 (deeper than the new bucket).
+   */
+  retarget(policy: Policy) {
+    assertRetarget(this.base, policy, ["intervalMs", "refillRate"]);
+    const quota = policy.limit;
+    const T = quota === this.base.capacity ? this.baseT : Math.max(1, ceilDiv(this.baseT * this.base.capacity, quota));
+    const p = policy as PolicyOf<"tokenBucket">;
+    if (p.capacity !== quota || p.burst !== quota || p.queue !== 0 || p.emissionIntervalUs !== T) {
+      throw new Error(`reference: core's effective token bucket of ${JSON.stringify(policy.name)} with quota ${quota} has capacity ${p.capacity}, burst ${p.burst}, queue ${p.queue}, T ${p.emissionIntervalUs} µs; the contract says ${quota}, ${quota}, 0, ${T} µs`);
+    }
+    const full = quota * T;
+    if (!this.levels.fresh) this.levels.level += full - this.full;
+    this.policy = p;
+    this.T = T;
+    this.full = full;
+    this.maxCost = quota;
   }
 }
 
