@@ -12,6 +12,11 @@
  * holds the reply until the write is durable. An in-memory cache (bounded, least recently used)
  * saves the read on the next call.
  *
+ * Overrides and manual blocks (`limiter.setOverride`, `limiter.block`) live in the same row, in
+ * core's key-wide `|override` and `|block` fields: `control` runs core's `controlState` in the same
+ * synchronous read-decide-write as a decision, one RPC call per command, and every decision applies
+ * them and reports the override it applied (its body on the wire).
+ *
  * Errors: a call refused for bad configuration or bad input is answered `{ error: { name, code,
  * message, option } }` (a value: an error's class would not survive the RPC), which the store
  * rethrows as `SluiceConfigError` or `SluiceInputError` with the same `code` and `option`; anything
@@ -21,19 +26,25 @@
  *
  * Cleanup: a row whose state has expired is deleted when it is next touched; a storage alarm,
  * set at the expiry of the rows written, deletes expired rows of keys nobody touches again and,
- * once the table is empty, calls `deleteAll()` so the object keeps no storage at all.
+ * once the table is empty, calls `deleteAll()` so the object keeps no storage at all. A row holding
+ * an override without an end never expires (`expires_at` = `Number.MAX_SAFE_INTEGER`, no alarm set
+ * for it) until the override is cleared; one with an end expires with it.
  *
  * @module
  */
 import { type Policy, SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
 import {
+  OVERRIDE_FIELD,
   type StateDecision,
-  type StoreResult,
+  type StoreCommand,
   type StoredState,
   assertKey,
   assertNamespace,
   assertPrefixAndTier,
+  controlState,
   decideState,
+  liveOverride,
+  overrideFromText,
   peekState,
   refundState,
   releaseState,
@@ -42,6 +53,8 @@ import {
 import { DurableObject } from "cloudflare:workers";
 import {
   type ConsumeCall,
+  type ControlCall,
+  type ControlReply,
   type RefundCall,
   type DecisionReply,
   type LimiterCall,
@@ -50,6 +63,7 @@ import {
   type ResetReply,
   policiesFromJson,
   refusing,
+  type WireResult,
 } from "./protocol.js";
 
 /**
@@ -62,7 +76,11 @@ export interface SluiceLimiterEnv {
   SLUICE_ALLOW_TEST_CLOCK?: string | boolean;
 }
 
-/** One stored row: the identifier's state (opaque: core's `StoredState`) and when it is all empty again. */
+/**
+ * One stored row: the identifier's state (opaque: core's `StoredState`, its key-wide `|override`
+ * and `|block` fields included) and when it is all empty again (`Number.MAX_SAFE_INTEGER` while it
+ * holds an override without an end: the row is then kept until the override is cleared).
+ */
 interface Row {
   state: StoredState;
   expiresAtUs: number;
@@ -72,6 +90,9 @@ interface Row {
 const MAX_CACHED_ROWS = 10_000;
 /** The most distinct policy lists whose parsed form is cached. */
 const MAX_POLICY_LISTS = 64;
+
+/** A row's `expiresAtUs` while it holds an override without an end: it never expires. */
+const NEVER = Number.MAX_SAFE_INTEGER;
 
 /** The package tag of the errors the object answers with. */
 const TAG = "cloudflare";
@@ -215,6 +236,28 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     });
   }
 
+  /**
+   * Runs an override or manual-block command on the key's row (core's `controlState`: `getOverride`,
+   * `setOverride`, `clearOverride`, `block`, `unblock`), in the same synchronous read-decide-write
+   * as a decision, with the object's clock; answers the key's live override body afterwards.
+   */
+  control(call: ControlCall): ControlReply {
+    return refusing(() => {
+      assertCall(call);
+      const command = assertCommand((call as Partial<ControlCall>).command);
+      const policies = this.#policies(call.policies);
+      const id = this.#identifier(call, policies);
+      const testNow = call.nowMs !== undefined;
+      const nowUs = this.#nowUs(call.nowMs);
+      this.#ensureTable();
+      const row = this.#read(id);
+      const done = controlState(policies, row?.state, nowUs, command);
+      this.#store(id, row, done.state, done.expiresAtUs, nowUs, testNow);
+      const now = Math.floor(nowUs / 1000);
+      return done.override === undefined ? { now } : { now, override: done.override };
+    });
+  }
+
   /** Deletes the rows that have expired; when none is left, deletes the object's storage. */
   override async alarm(): Promise<void> {
     this.#alarmAtMs = undefined;
@@ -224,7 +267,8 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     for (const [key, row] of this.#cache) if (row !== null && row.expiresAtUs <= nowUs) this.#cache.delete(key);
     const next = this.#sql.exec<{ next: number | null }>(NEXT_EXPIRY).one().next;
     if (next !== null) {
-      this.#schedule(next);
+      // rows left only by overrides without an end expire never: no alarm until a row that does is written
+      if (next < NEVER) this.#schedule(next);
       return;
     }
     // nothing left: drop the table too, so an idle key's object keeps no storage
@@ -247,7 +291,7 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   }
 
   /** One decision of core's pure functions over the key's row (`decide`). Synchronous from the read to the write. */
-  #decide(call: LimiterCall, decide: (policies: Policy[], state: StoredState | undefined, nowUs: number) => StateDecision): StoreResult {
+  #decide(call: LimiterCall, decide: (policies: Policy[], state: StoredState | undefined, nowUs: number) => StateDecision): WireResult {
     assertCall(call);
     const policies = this.#policies(call.policies);
     const id = this.#identifier(call, policies);
@@ -256,10 +300,23 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     this.#ensureTable();
     const row = this.#read(id);
     const decided = decide(policies, row?.state, nowUs);
-    if (decided.state !== undefined) this.#write(id, decided.state, decided.expiresAtUs, nowUs, testNow);
-    else if (row !== null && decided.expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
-    const now = Math.floor(nowUs / 1000);
-    return decided.marks === undefined ? { now, policies: decided.policies } : { now, policies: decided.policies, marks: decided.marks };
+    this.#store(id, row, decided.state, decided.expiresAtUs, nowUs, testNow);
+    const result: WireResult = { now: Math.floor(nowUs / 1000), policies: decided.policies };
+    if (decided.marks !== undefined) result.marks = decided.marks;
+    if (decided.override !== undefined) {
+      const body = overrideBody(row, nowUs);
+      if (body !== undefined) result.override = body;
+    }
+    return result;
+  }
+
+  /**
+   * Writes what core answered: the new state, or — when nothing changed and the row holds nothing
+   * live any more (an expired override included) — deletes the row.
+   */
+  #store(id: string, row: Row | null, state: StoredState | undefined, expiresAtUs: number, nowUs: number, testNow: boolean): void {
+    if (state !== undefined) this.#write(id, state, expiresAtUs, nowUs, testNow);
+    else if (row !== null && expiresAtUs <= nowUs) this.#write(id, {}, 0, nowUs, testNow);
   }
 
   #read(key: string): Row | null {
@@ -288,8 +345,9 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
     }
     this.#sql.exec(UPSERT_ROW, key, JSON.stringify(state), expiresAtUs);
     this.#remember(key, { state, expiresAtUs });
-    // a row written at a test "now" expires on the test's clock, not the real one: no alarm
-    if (!testNow && this.#alarmAtMs === undefined) this.#schedule(expiresAtUs);
+    // a row written at a test "now" expires on the test's clock, not the real one: no alarm; nor for
+    // a row that never expires (an override without an end)
+    if (!testNow && this.#alarmAtMs === undefined && expiresAtUs < NEVER) this.#schedule(expiresAtUs);
   }
 
   #schedule(atUs: number): void {
@@ -344,6 +402,51 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
 /** Refuses a call that is not an object (`option: "call"`), before any of its fields is read. */
 function assertCall(call: unknown): asserts call is object {
   if (typeof call !== "object" || call === null) throw new SluiceInputError(`[sluice] [cloudflare] call must be an object; got ${shown(call)}`, { option: "call" });
+}
+
+/** The longest `ttlMs` or `durationMs` the object takes: the longest duration of Sluice (`"24d"` and some), so every end stays a safe integer of µs. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/** The override commands the object runs (core's `StoreCommand`). */
+const COMMANDS: ReadonlySet<unknown> = new Set<StoreCommand["op"]>(["getOverride", "setOverride", "clearOverride", "block", "unblock"]);
+
+/**
+ * Checks a `control` call's command before any state is read (`option` its path in the call:
+ * `"command"`, `"command.op"`, `"command.override"`, `"command.ttlMs"`, `"command.durationMs"`).
+ */
+function assertCommand(command: unknown): StoreCommand {
+  if (typeof command !== "object" || command === null || Array.isArray(command)) {
+    throw new SluiceInputError(`[sluice] [cloudflare] command must be an object like { op: "getOverride" }; got ${shown(command)}`, { option: "command" });
+  }
+  const c = command as Record<string, unknown>;
+  if (!COMMANDS.has(c.op)) {
+    throw new SluiceInputError(`[sluice] [cloudflare] command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${shown(c.op)}`, {
+      option: "command.op",
+    });
+  }
+  if (c.op === "setOverride") {
+    if (typeof c.override !== "string" || overrideFromText(c.override) === undefined) {
+      throw new SluiceInputError(`[sluice] [cloudflare] command.override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${shown(c.override)}`, {
+        option: "command.override",
+      });
+    }
+    if (typeof c.ttlMs !== "number" || !Number.isSafeInteger(c.ttlMs) || c.ttlMs < 0 || c.ttlMs > MAX_DURATION_MS) {
+      throw new SluiceInputError(`[sluice] [cloudflare] command.ttlMs must be an integer from 0 (until cleared) to ${MAX_DURATION_MS}; got ${shown(c.ttlMs)}`, {
+        option: "command.ttlMs",
+      });
+    }
+  }
+  if (c.op === "block" && (typeof c.durationMs !== "number" || !Number.isSafeInteger(c.durationMs) || c.durationMs <= 0 || c.durationMs > MAX_DURATION_MS)) {
+    throw new SluiceInputError(`[sluice] [cloudflare] command.durationMs must be an integer from 1 to ${MAX_DURATION_MS}; got ${shown(c.durationMs)}`, {
+      option: "command.durationMs",
+    });
+  }
+  return command as StoreCommand;
+}
+
+/** The body of the live override in `row` at `nowUs` (what a decision reports it applied). */
+function overrideBody(row: Row | null, nowUs: number): string | undefined {
+  return liveOverride((row?.state as Record<string, unknown> | undefined)?.[OVERRIDE_FIELD], nowUs)?.body;
 }
 
 /** A value as an error message writes it: strings quoted, anything else as `String` gives it. */

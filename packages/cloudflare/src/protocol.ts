@@ -5,16 +5,28 @@
  * each policy with the core factories, so a caller cannot hand it an emission interval or a window
  * that the factories would refuse.
  *
- * Replies: a `StoreResult`, or — when the object refuses a call for bad configuration or bad input
- * — `{ error: { name, code, message, option } }`, a value rather than an exception, because an
- * error's class does not survive the RPC boundary. The store turns it back into a
+ * Replies: a `StoreResult` (its `override` as the override's body, core's stored form), a
+ * `control` command's `{ now, override? }`, or — when the object refuses a call for bad
+ * configuration or bad input — `{ error: { name, code, message, option } }`, a value rather than an
+ * exception, because an error's class does not survive the RPC boundary. The store turns it back into a
  * `SluiceConfigError` or a `SluiceInputError` with the same `code`, `message` and `option`; anything
  * else that goes wrong is a store failure (`SluiceStoreError`).
  *
  * @module
  */
 import { type Policy, type PolicyResult, SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
-import { MAX_POLICIES, type StoreResult, isPolicyKind, namespaceKey, policyData, policyFromData, storageKey } from "@sluice/core/store";
+import {
+  type ControlResult,
+  MAX_POLICIES,
+  type StoreCommand,
+  type StoreResult,
+  isPolicyKind,
+  namespaceKey,
+  overrideFromText,
+  policyData,
+  policyFromData,
+  storageKey,
+} from "@sluice/core/store";
 
 /**
  * A policy as plain data: its kind and name, the options its factory takes (durations in ms) and
@@ -61,6 +73,15 @@ export interface RefundCall extends LimiterCall {
   marks?: number[];
 }
 
+/**
+ * A `control` call: an override or manual-block command on the key's record (core's
+ * `StoreCommand`, run by `controlState` in the object; times count from the object's clock). The
+ * policies travel too: `unblock` ends their penalty boxes.
+ */
+export interface ControlCall extends LimiterCall {
+  command: StoreCommand;
+}
+
 /** A `reset` call: forget the key in the namespace. */
 export interface ResetCall {
   prefix: string;
@@ -79,8 +100,18 @@ export interface Refusal {
   error: { name: RefusalName; code: "SLUICE_CONFIG" | "SLUICE_INPUT"; message: string; option: string };
 }
 
+/**
+ * A decision as it crosses the RPC: a `StoreResult` whose `override` is the override's body
+ * (`"s,10"`, `"u"`, `"q,login=5"`: core's stored form), which the store turns back into the
+ * `Override` object with `overrideFromText`.
+ */
+export type WireResult = Omit<StoreResult, "override"> & { override?: string };
+
 /** The object's answer to `consume`, `peek`, `refund` or `release`. */
-export type DecisionReply = StoreResult | Refusal;
+export type DecisionReply = WireResult | Refusal;
+
+/** The object's answer to `control`: the object's clock and the key's live override body afterwards. */
+export type ControlReply = ControlResult | Refusal;
 
 /** The object's answer to `reset`: nothing, or a refusal. */
 export type ResetReply = null | Refusal;
@@ -252,7 +283,30 @@ export function decisionFromReply(reply: unknown, policies: readonly Policy[]): 
   ) {
     throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed decision");
   }
-  return result as StoreResult;
+  const body = (result as { override?: unknown }).override;
+  if (body === undefined) return result as StoreResult;
+  const override = typeof body === "string" ? overrideFromText(body) : undefined;
+  if (override === undefined) throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed override");
+  return { ...(result as StoreResult), override };
+}
+
+/**
+ * The store's reading of a `control` reply: `{ now, override? }` (the body of the key's live
+ * override), a refusal rethrown as its class, or a `SluiceStoreError` for anything malformed.
+ */
+export function controlFromReply(reply: unknown): ControlResult {
+  rethrowRefusal(reply);
+  const result = reply as Partial<ControlResult> | null;
+  if (
+    typeof result !== "object" ||
+    result === null ||
+    typeof result.now !== "number" ||
+    !Number.isFinite(result.now) ||
+    (result.override !== undefined && (typeof result.override !== "string" || overrideFromText(result.override) === undefined))
+  ) {
+    throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered a control command with something unexpected");
+  }
+  return result.override === undefined ? { now: result.now } : { now: result.now, override: result.override };
 }
 
 /** The store's reading of a `reset` reply. */

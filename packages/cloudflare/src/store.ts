@@ -5,15 +5,27 @@
  * @module
  */
 import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
-import { type BoundStore, type RefundCharge, type Store, type StoreNamespace, type StoreResult, assertNamespace } from "@sluice/core/store";
+import {
+  type BoundStore,
+  type ControlResult,
+  type RefundCharge,
+  type Store,
+  type StoreCommand,
+  type StoreNamespace,
+  type StoreResult,
+  assertNamespace,
+} from "@sluice/core/store";
 import {
   type ConsumeCall,
+  type ControlCall,
+  type ControlReply,
   type RefundCall,
   type DecisionReply,
   type LimiterCall,
   type ReleaseCall,
   type ResetCall,
   type ResetReply,
+  controlFromReply,
   decisionFromReply,
   objectName,
   policiesFromJson,
@@ -32,6 +44,7 @@ export interface SluiceLimiterStub {
   refund(call: RefundCall): Promise<DecisionReply>;
   release(call: ReleaseCall): Promise<DecisionReply>;
   reset(call: ResetCall): Promise<ResetReply>;
+  control(call: ControlCall): Promise<ControlReply>;
 }
 
 /**
@@ -74,7 +87,9 @@ export const TEST_CLOCK: unique symbol = Symbol.for("@sluice/cloudflare:test-clo
 /**
  * A Sluice store in the `SluiceLimiter` Durable Object. Each decision — every policy of the key, all
  * or nothing — is one RPC call to the object that holds the key, decided with the object's clock,
- * so Workers in every location (with skewed clocks) agree. The policies travel with each call as
+ * so Workers in every location (with skewed clocks) agree. The key's override and manual block
+ * (`limiter.setOverride`, `limiter.block`) are kept in the same object's row: each command is one
+ * RPC call, and every decision applies them in its own call. The policies travel with each call as
  * plain data and are rebuilt (validated) inside the object.
  *
  * Build it where `env` is known: in a module Worker that is inside `fetch` (or once per `env`, as
@@ -240,6 +255,17 @@ class DurableObjectBinding implements BoundStore {
       throw failure("reset", error);
     }
     resetFromReply(reply);
+  }
+
+  /** An override or manual-block command on `key`'s row: one RPC call, run by the object with its clock. */
+  async control(key: string, command: StoreCommand): Promise<ControlResult> {
+    let reply: ControlReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).control({ ...this.#call(key), command });
+    } catch (error) {
+      throw failure("control", error);
+    }
+    return controlFromReply(reply);
   }
 }
 
