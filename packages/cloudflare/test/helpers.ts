@@ -4,7 +4,7 @@
  * go over HTTP to that Worker, so the conformance suite runs unchanged in Vitest while every
  * decision is made by the Durable Object inside workerd.
  */
-import type { BoundStore, RefundCharge, Store, StoreNamespace, StoreResult } from "@sluice/core/store";
+import type { BoundStore, ControlResult, RefundCharge, Store, StoreCommand, StoreNamespace, StoreResult } from "@sluice/core/store";
 import { type StartedWorker, startWorker as startTestWorker, storageDir } from "@sluice/testing/miniflare";
 import { specOf } from "../src/protocol.js";
 
@@ -41,6 +41,14 @@ export async function decode<T>(response: Response): Promise<T> {
   return JSON.parse(text, (_k, v: unknown) => (v === "Infinity" ? Infinity : v)) as T;
 }
 
+/**
+ * The RPC calls the store Worker's `DurableObjectStore`s made to `SluiceLimiter` objects since the
+ * last count, by method (`{ consume: 2, control: 1 }`); counting starts again from zero.
+ */
+export async function rpcCalls(baseUrl: string): Promise<Record<string, number>> {
+  return post<Record<string, number>>(new URL("/rpc-calls", baseUrl).toString(), {});
+}
+
 /** POSTs `body` as JSON to `url` and decodes the answer. */
 export async function post<T>(url: string, body: unknown): Promise<T> {
   return decode<T>(await fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }));
@@ -59,7 +67,7 @@ export class WorkerStore implements Store {
 
   bind(namespace: StoreNamespace): BoundStore {
     const policies = namespace.policies.map(specOf);
-    const call = <T>(op: string, key: string, cost?: number, charge?: RefundCharge, lease?: number) =>
+    const call = <T>(op: string, key: string, cost?: number, charge?: RefundCharge, lease?: number, command?: StoreCommand) =>
       post<T>(new URL("/store", this.baseUrl).toString(), {
         op,
         prefix: namespace.prefix,
@@ -69,6 +77,7 @@ export class WorkerStore implements Store {
         cost,
         charge,
         lease,
+        command,
         nowMs: this.options.clock?.(),
         shards: this.options.shards,
       });
@@ -80,6 +89,7 @@ export class WorkerStore implements Store {
       reset: async (key) => {
         await call<null>("reset", key);
       },
+      control: (key, command) => call<ControlResult>("control", key, undefined, undefined, undefined, command),
     };
   }
 }
