@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 86661c7ac9ceaef86f9d75a2dfc2d7fc0b1f57a3; below this header, the script byte for byte)
+-- (EVALSHA 0d63b441aa169917010f72807f00a504da7e035b; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -65,7 +65,6 @@ if stored[4] then
   else
     stale = { '|override' }
   end
-  if unlimited then pass = false end
   if scale or quotas then
     -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
     local q
@@ -96,8 +95,14 @@ if stored[5] then
     if stale then stale[2] = '|block' else stale = { '|block' } end
   end
 end
-if unlimited and not manual and ARGV[2] ~= 'x' then
-  -- an unlimited override: every policy allows with its whole quota; nothing is counted
+if unlimited and ARGV[2] ~= 'x' then
+  -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
+  -- block denies until its end
+  if manual then
+    local ms = ceil((manual - now_us) / 1000)
+    local till = now_ms + ms
+    return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, override }
+  end
   return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
 end
 
@@ -205,9 +210,9 @@ local function fw2_decide(c)
   return 0, fw2_limit - count, reset_at, -1, 0, reset_at
 end
 
-if ARGV[2] == 'r' and not unlimited then
+if ARGV[2] == 'r' then
   -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
-  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)
+  -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
@@ -246,6 +251,15 @@ if ARGV[2] == 'x' then
     cc1_expires, cc1_ids, cc1_latest = kept_expires, kept_ids, latest
   end
   if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
+  if unlimited then
+    -- the answer under an unlimited override, as above
+    if manual then
+      local ms = ceil((manual - now_us) / 1000)
+      local till = now_ms + ms
+      return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, override }
+    end
+    return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
+  end
 end
 if manual then
   -- a block runs: a blocked policy denies until the later of the block's end and its own retry time for the
@@ -272,10 +286,6 @@ if manual then
     return r
   end
   return answer(while_blocked(cc1_decide, manual), while_blocked(fw2_decide, manual))
-end
-if unlimited then
-  -- an unlimited override (after a refund or a release): every policy allows with its whole quota
-  return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
 end
 if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now

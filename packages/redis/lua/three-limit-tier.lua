@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 45c9a4fb203e7ec00ac69db640ec62b37a80610f; below this header, the script byte for byte)
+-- (EVALSHA ea85ac3e4c0e981e44ec725eb635e4d3b9fa8648; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -64,7 +64,6 @@ if stored[5] then
   else
     stale = { '|override' }
   end
-  if unlimited then pass = false end
   if scale or quotas then
     -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
     local q
@@ -104,8 +103,14 @@ if stored[6] then
     if stale then stale[2] = '|block' else stale = { '|block' } end
   end
 end
-if unlimited and not manual then
-  -- an unlimited override: every policy allows with its whole quota; nothing is counted
+if unlimited then
+  -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
+  -- block denies until its end
+  if manual then
+    local ms = ceil((manual - now_us) / 1000)
+    local till = now_ms + ms
+    return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, override }
+  end
   return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
 end
 
@@ -289,9 +294,9 @@ local function tb3_decide(c)
   return 0, max(0, floor(credit / tb3_t)), ceil(tat / 1000), ceil((tb3_new_tat - tb3_bt - now_us) / 1000), 0, refill_at
 end
 
-if ARGV[2] == 'r' and not unlimited then
+if ARGV[2] == 'r' then
   -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
-  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)
+  -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
@@ -354,10 +359,6 @@ if manual then
     return r
   end
   return answer(while_blocked(sw1_decide, manual), while_blocked(fw2_decide, manual), while_blocked(tb3_decide, manual))
-end
-if unlimited then
-  -- an unlimited override (after a refund or a release): every policy allows with its whole quota
-  return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
 end
 if ARGV[2] == 'p' or ARGV[2] == 'r' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now

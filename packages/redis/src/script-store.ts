@@ -1,19 +1,25 @@
-import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
+import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
+  type ControlResult,
+  type Override,
+  type Policy,
+  type StoreCommand,
   type PolicyResult,
   type RefundCharge,
   type Store,
   type StoreNamespace,
   type StoreResult,
   assertNamespace,
+  effectivePolicies,
   encodeKeyPart,
   namespaceKey,
+  overrideFromText,
 } from "@sluice/core/store";
 import { luaOf } from "./algorithms/index.js";
 import { extraWaitMs } from "./liveness.js";
 import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
-import { type Script, decideScript } from "./scripts.js";
+import { CONTROL_OPS, type Script, controlScript, decideScript } from "./scripts.js";
 
 /**
  * The calls a store makes, whatever the client: one script call per decision (EVALSHA; after
@@ -97,13 +103,13 @@ function messageOf(error: unknown): string {
  * Any failure of the client (connection, timeout, a script error such as OOM) as a `SluiceStoreError`.
  * A server that refuses `TIME` inside scripts gets a message naming the option that avoids it.
  */
-function storeError(error: unknown, store: string, sendsTime: boolean): SluiceStoreError {
+function storeError(error: unknown, store: string, sendsTime: boolean, script = "decide"): SluiceStoreError {
   const message = messageOf(error);
   const hint =
     !sendsTime && /\bTIME\b|unknown (redis )?command/i.test(message)
       ? `. This server refuses Redis TIME inside scripts: construct the store with { clock: "client" } (new ${store}(client, { clock: "client" })) to send this process's time instead`
       : "";
-  return new SluiceStoreError(`[sluice] [redis] the decide script failed: ${message}${hint}`, { cause: error, notApplied: neverSent(error) });
+  return new SluiceStoreError(`[sluice] [redis] the ${script} script failed: ${message}${hint}`, { cause: error, notApplied: neverSent(error) });
 }
 
 /** Socket errors raised before a connection exists: the command cannot have reached the server. */
@@ -134,8 +140,14 @@ class ScriptBinding implements BoundStore {
   readonly #script: Script;
   /** Whether the script is being loaded on this client (shared by every binding with the same script). */
   readonly #loads: ScriptLoadState;
+  /** The `control` script of this namespace (overrides and manual blocks), and its load state. */
+  readonly #control: Script;
+  readonly #controlLoads: ScriptLoadState;
+  readonly #policies: readonly Policy[];
   readonly #names: string[];
   readonly #limits: number[];
+  /** The effective quotas (`limit` of each result) under an override, by its body (a few bodies at a time). */
+  readonly #limitsByBody = new Map<string, number[]>();
   /** The positions of the policies whose marks end the script's reply (the buckets: see `LuaAlgorithm.marks`). */
   readonly #marked: number[];
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
@@ -150,6 +162,9 @@ class ScriptBinding implements BoundStore {
   ) {
     this.#script = decideScript(namespace.policies);
     this.#loads = scriptLoadState(transport.client, this.#script.sha);
+    this.#control = controlScript(namespace.policies);
+    this.#controlLoads = scriptLoadState(transport.client, this.#control.sha);
+    this.#policies = namespace.policies;
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
     this.#marked = namespace.policies.flatMap((p, i) => (luaOf(p).marks ? [i] : []));
@@ -192,6 +207,9 @@ class ScriptBinding implements BoundStore {
         `[sluice] [redis] malformed reply from the decide script: expected ${length} integers; got ${preview(reply)}`,
       );
     }
+    // under an override, each result's limit is the policy's effective quota
+    const override = body === undefined ? undefined : overrideFromText(body as string);
+    const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
     const policies: PolicyResult[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const b = 1 + i * 7;
@@ -199,7 +217,7 @@ class ScriptBinding implements BoundStore {
       policies[i] = {
         policy: this.#names[i] as string,
         allowed: reply[b] === 1,
-        limit: this.#limits[i] as number,
+        limit: limits[i] as number,
         remaining: reply[b + 1] as number,
         resetAt: reply[b + 2] as number,
         retryAfterMs: retry < 0 ? Infinity : retry,
@@ -212,11 +230,22 @@ class ScriptBinding implements BoundStore {
         (policies[i] as PolicyResult).blockedUntil = blockedUntil;
       }
     }
-    if (marked.length === 0) return { now: reply[0] as number, policies };
+    if (marked.length === 0) return override === undefined ? { now: reply[0] as number, policies } : { now: reply[0] as number, policies, override };
     // the marks of an allowed consume (0 in any other reply), after the policies' numbers
     const marks: number[] = new Array(n).fill(0);
     for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[1 + 7 * n + j] as number;
-    return { now: reply[0] as number, policies, marks };
+    return override === undefined ? { now: reply[0] as number, policies, marks } : { now: reply[0] as number, policies, marks, override };
+  }
+
+  /** The policies' effective quotas under the override `body` (core's `effectivePolicies`; an unlimited override keeps their own). */
+  #limitsUnder(body: string): number[] {
+    let limits = this.#limitsByBody.get(body);
+    if (limits === undefined) {
+      limits = effectivePolicies(this.#policies, body).map((p) => p.limit);
+      if (this.#limitsByBody.size >= 64) this.#limitsByBody.clear();
+      this.#limitsByBody.set(body, limits);
+    }
+    return limits;
   }
 
   consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
@@ -259,6 +288,27 @@ class ScriptBinding implements BoundStore {
     return extraWaitMs(this.#loads.server, waitedMs, timeoutMs);
   }
 
+  /**
+   * Overrides and manual blocks (core's `controlState`, in Lua): one script call (EVALSHA; after
+   * `NOSCRIPT`, the same single-flight load as the decide script), with the store's clock.
+   * `SluiceInputError` for a malformed command, before anything is sent.
+   */
+  async control(key: string, command: StoreCommand): Promise<ControlResult> {
+    const args = [CONTROL_OPS[checkCommand(command)], this.testClock === undefined ? "" : String(Math.floor(this.testClock() * 1000))];
+    if (command.op === "setOverride") args.push(command.override, String(command.ttlMs));
+    else if (command.op === "block") args.push(String(command.durationMs));
+    let reply: unknown;
+    try {
+      reply = await runScript(this.transport, this.#controlLoads, this.#control, this.#keys(key), args);
+    } catch (error) {
+      throw storeError(error, this.storeName, this.testClock !== undefined, "control");
+    }
+    if (!Array.isArray(reply) || !Number.isSafeInteger(reply[0]) || !(reply.length === 1 || (reply.length === 2 && typeof reply[1] === "string"))) {
+      throw new SluiceStoreError(`[sluice] [redis] malformed reply from the control script: expected now_ms and the override's body, if any; got ${preview(reply)}`);
+    }
+    return reply.length === 1 ? { now: reply[0] as number } : { now: reply[0] as number, override: reply[1] as string };
+  }
+
   async reset(key: string): Promise<void> {
     try {
       await this.transport.del(this.#keys(key));
@@ -266,6 +316,42 @@ class ScriptBinding implements BoundStore {
       throw new SluiceStoreError(`[sluice] [redis] reset failed: ${messageOf(error)}`, { cause: error });
     }
   }
+}
+
+/**
+ * Checks a `control` command as core's `controlState` does (the same messages), so that a bad one
+ * never reaches Redis; returns its op.
+ */
+function checkCommand(command: StoreCommand): StoreCommand["op"] {
+  const op = (command as { op?: unknown } | null)?.op;
+  if (op === "setOverride") {
+    const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
+    if (typeof body !== "string" || overrideFromText(body) === undefined) {
+      throw new SluiceInputError(`[sluice] [redis] override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
+    }
+    if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
+      throw new SluiceInputError(`[sluice] [redis] ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
+    }
+  } else if (op === "block") {
+    const { durationMs } = command as { durationMs: unknown };
+    if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
+      throw new SluiceInputError(`[sluice] [redis] durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
+    }
+  } else if (op !== "getOverride" && op !== "clearOverride" && op !== "unblock") {
+    throw new SluiceInputError(`[sluice] [redis] command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
+  }
+  return op;
+}
+
+/** A value, briefly, for an error message (as core's messages show it). */
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return String(value);
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "function") return "a function";
+  return "an object";
 }
 
 /** Whether the first `length` entries of `reply` are safe integers. */

@@ -48,7 +48,7 @@
  * @module
  */
 import { SluiceConfigError } from "@sluice/core";
-import { MAX_POLICIES, type Policy, blockField as blockFieldOf, policyField } from "@sluice/core/store";
+import { BLOCK_FIELD, MAX_POLICIES, OVERRIDE_FIELD, type Policy, blockField as blockFieldOf, maxQuota, policyField } from "@sluice/core/store";
 import { type LuaPart, indent, int, luaOf, str } from "./algorithms/index.js";
 import { sha1 } from "./sha1.js";
 
@@ -63,10 +63,6 @@ export const EXPIRES_FIELD = "@expires";
 /** How far past the state's expiry the TTL is set, so a hot key needs a PEXPIRE about once a second, not per request. */
 const TTL_SLACK_US = 1_000_000;
 
-/** The hash field holding the key's override, `"<expires µs (0: never)>,<body>"` (core's `OVERRIDE_FIELD`). */
-export const OVERRIDE_FIELD = "|override";
-/** The hash field holding the end (µs) of the key's manual block (core's `BLOCK_FIELD`). */
-export const BLOCK_FIELD = "|block";
 /** Number.MAX_SAFE_INTEGER, written out (a stored time or quota above it is malformed, as in core). */
 const MAX_SAFE = int(Number.MAX_SAFE_INTEGER);
 
@@ -78,6 +74,7 @@ const MAX_SAFE = int(Number.MAX_SAFE_INTEGER);
  * number, a quota a positive safe integer (the last of a name's entries counts).
  */
 function parseOverride(value: string): string {
+  // core's overrideFromText/liveOverride, in Lua
   return `local end_digits, body = match(${value}, '^(%d+),(.*)$')
 if end_digits then till = end_digits + 0 end
 if till and till <= ${MAX_SAFE} and (till == 0 or till > now_us) then
@@ -176,8 +173,17 @@ export function decideScript(policies: readonly Policy[]): Script {
   const concurrent = policies.some((policy) => luaOf(policy).leases);
   // the modes that answer as a peek (without a concurrency cap there is no release mode, and 'x' is a consume)
   const peekLike = `ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""}`;
-  // an unlimited override's reply: every policy allows with its whole (own) quota, nothing counted
-  const unlimitedReply = `{ now_ms, ${[...policies.map((policy) => `1, ${int(policy.limit)}, now_ms, 0, 0, now_ms, 0`), ...marks.map(() => "0")].join(", ")}, override }`;
+  // an unlimited override's reply: every policy allows with its whole (own) quota, nothing counted;
+  // under a manual block, every policy is blocked until its end (and allows again then)
+  const noMarks = marks.map(() => ", 0").join("");
+  const unlimitedReply = [
+    "if manual then",
+    "  local ms = ceil((manual - now_us) / 1000)",
+    "  local till = now_ms + ms",
+    `  return { now_ms, ${policies.map(() => "0, 0, till, ms, 0, till, till").join(", ")}${noMarks}, override }`,
+    "end",
+    `return { now_ms, ${policies.map((policy) => `1, ${int(policy.limit)}, now_ms, 0, 0, now_ms, 0`).join(", ")}${noMarks}, override }`,
+  ];
   // the TTL of a hash that an override without an end keeps alive is left alone (none)
   const pexpire = "if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end";
   // the write of an allowed consume. The hash's TTL is pushed past the state's expiry with some
@@ -227,8 +233,8 @@ export function decideScript(policies: readonly Policy[]): Script {
       "end",
     ]),
     // The fast path below takes a consume that every policy allows (most calls). The modes are told
-    // apart exactly as in the general code; a running block, a manual block or an unlimited override
-    // (both set `pass` false as they are read) go to the general code too.
+    // apart exactly as in the general code; a running penalty box or manual block (which sets `pass`
+    // false as it is read) goes to the general code too, and an unlimited override answers before.
     `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
     "-- each policy's quota-derived values, per key: the policy's own unless an override changes them",
     ...parts.map((x) => x.quota),
@@ -243,13 +249,12 @@ export function decideScript(policies: readonly Policy[]): Script {
     "  else",
     `    stale = { '${OVERRIDE_FIELD}' }`,
     "  end",
-    "  if unlimited then pass = false end",
     "  if scale or quotas then",
     "    -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]",
     "    local q",
     ...policies.flatMap((policy, k) => {
       const Q = int(policy.limit);
-      const MAXQ = int(luaOf(policy).maxQuota(policy));
+      const MAXQ = int(maxQuota(policy));
       return [
         `    -- ${names[k]}: quota ${Q}, at most ${MAXQ}`,
         `    if scale then q = floor(${Q} * scale) else q = quotas[${str(policy.name)}] end`,
@@ -272,11 +277,11 @@ export function decideScript(policies: readonly Policy[]): Script {
     `    if stale then stale[2] = '${BLOCK_FIELD}' else stale = { '${BLOCK_FIELD}' } end`,
     "  end",
     "end",
-    // an unlimited override (no manual block): allowed, nothing read, counted or written; a release
-    // still frees its lease below
-    ...(concurrent ? ["if unlimited and not manual and ARGV[2] ~= 'x' then"] : ["if unlimited and not manual then"]),
-    "  -- an unlimited override: every policy allows with its whole quota; nothing is counted",
-    `  return ${unlimitedReply}`,
+    // an unlimited override: nothing read, counted or written (a release still frees its lease below)
+    `if unlimited${concurrent ? " and ARGV[2] ~= 'x'" : ""} then`,
+    "  -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual",
+    "  -- block denies until its end",
+    ...unlimitedReply.map((line) => `  ${line}`),
     "end",
     "",
     ...parts.flatMap((x) => [x.describe, x.read, ""]),
@@ -307,9 +312,9 @@ export function decideScript(policies: readonly Policy[]): Script {
     "end",
     ...parts.flatMap((x, k) => [`-- ${names[k]}`, ...(x.functions === "" ? [] : [x.functions]), decideFunction(names[k]!, x)]),
     "",
-    "if ARGV[2] == 'r' and not unlimited then",
+    "if ARGV[2] == 'r' then",
     "  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),",
-    "  -- then answer as a peek (under an unlimited override nothing was counted, and nothing is given back)",
+    "  -- then answer as a peek",
     "  local refund_cost = cost",
     "  local charged_ms = tonumber(ARGV[4]) or -1",
     "  -- the windows: the one charged in (without a time, the current one)",
@@ -330,11 +335,15 @@ export function decideScript(policies: readonly Policy[]): Script {
           "  -- answer as a peek",
           ...parts.flatMap((x) => block(x.release)),
           "  if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end",
+          "  if unlimited then",
+          "    -- the answer under an unlimited override, as above",
+          ...unlimitedReply.map((line) => `    ${line}`),
+          "  end",
           "end",
         ]
       : []),
-    // a block runs: the manual one (it wins over an unlimited override), else a penalty box (ignored under one)
-    `if manual${blocked.length === 0 ? "" : ` or (not unlimited and (${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}))`} then`,
+    // a block runs: the manual one, else a penalty box
+    `if manual${blocked.length === 0 ? "" : ` or ${blocked.map((b) => `(${b.p}_block_until or 0) > now_us`).join(" or ")}`} then`,
     "  -- a block runs: a blocked policy denies until the later of the block's end and its own retry time for the",
     "  -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,",
     "  -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.",
@@ -367,10 +376,6 @@ export function decideScript(policies: readonly Policy[]): Script {
           "  end",
           `  return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `${p}_block_until` : "nil"})`))}`,
         ]),
-    "end",
-    "if unlimited then",
-    "  -- an unlimited override (after a refund or a release): every policy allows with its whole quota",
-    `  return ${unlimitedReply}`,
     "end",
     `if ${peekLike} then`,
     "  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now",
@@ -435,6 +440,113 @@ end`,
     );
   }
   lines.push(`return ${answer(names.map((p) => `${p}_result`))}`, "");
+  const script = lines.join("\n");
+  return { script, sha: sha1(script) };
+}
+
+/** The ops of the `control` script (its ARGV[1]), by core's `StoreCommand` op. */
+export const CONTROL_OPS = { getOverride: "get", setOverride: "set", clearOverride: "clear", block: "block", unblock: "unblock" } as const;
+
+/**
+ * Generates the `control` script of a namespace (core's `controlState`, in one call): reads or
+ * changes the key's override and manual block. `KEYS[1]` is the identifier's hash. ARGV: the op
+ * (`get`, `set`, `clear`, `block`, `unblock`: see {@link CONTROL_OPS}), now in µs (`''`: `TIME`),
+ * then for `set` the body and the ttl (ms, 0: no end), for `block` the duration (ms). Returns
+ * `{ now_ms }`, then the body of the key's live override after the command when it has one.
+ *
+ * The hash's TTL: an override without an end keeps the hash (PERSIST; the decide script sends no
+ * PEXPIRE while it lives); one with an end, or a manual block, keeps it at least until that end
+ * (`@expires`, which every write keeps at the latest end of anything stored, is pushed there). When
+ * an override without an end is cleared the hash gets the TTL `@expires` says (or goes, when
+ * nothing in it is live). `unblock` also drops the penalty boxes of the namespace's policies.
+ *
+ * @example
+ * ```ts
+ * const { script, sha } = controlScript([fixedWindow({ limit: 5, window: "1m", block: "15m" })]);
+ * ```
+ */
+export function controlScript(policies: readonly Policy[]): Script {
+  const boxes = policies.flatMap((policy) => (policy.block === undefined ? [] : [str(blockFieldOf(policy))]));
+  const pexpire = "redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000)))";
+  const lines = [
+    `-- Sluice control: the override and manual block of a key, for policies ${policies.map((policy) => str(policy.name)).join(", ")}`,
+    `-- KEYS[1]: the identifier's hash ('${OVERRIDE_FIELD}': "<end µs, 0: none>,<body>"; '${BLOCK_FIELD}': the manual block's end, µs).`,
+    "-- ARGV: the op ('get', 'set', 'clear', 'block', 'unblock'), now in µs ('': TIME), then for 'set' the body and the",
+    "-- ttl (ms, 0: no end), for 'block' the duration (ms). Returns now_ms, then the body of the live override (if any).",
+    "local floor, ceil, max = math.floor, math.ceil, math.max",
+    "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",
+    "local now_us",
+    "if ARGV[2] and ARGV[2] ~= '' then",
+    "  now_us = tonumber(ARGV[2])",
+    "else",
+    "  local time = redis.call('TIME')",
+    "  now_us = time[1] * 1000000 + time[2]",
+    "end",
+    "local now_ms = floor(now_us / 1000)",
+    "local op = ARGV[1]",
+    `local stored = redis.call('HMGET', KEYS[1], '${EXPIRES_FIELD}', '${OVERRIDE_FIELD}', '${BLOCK_FIELD}')`,
+    "local expires_at = tonumber(stored[1])",
+    "-- the live override now (persist: it has no end, and the hash no TTL)",
+    "local override, persist",
+    "if stored[2] then",
+    "  local till, unlimited, scale, quotas",
+    indent(parseOverride("stored[2]"), "  "),
+    "  if unlimited or scale or quotas then override, persist = body, till == 0 end",
+    "end",
+    "if op == 'get' then return { now_ms, override } end",
+    "-- a write: the override or manual block that ended goes",
+    "local stale = {}",
+    `if stored[2] and not override then stale[#stale + 1] = '${OVERRIDE_FIELD}' end`,
+    "if stored[3] then",
+    "  local till = tonumber(stored[3])",
+    `  if not till or till <= now_us then stale[#stale + 1] = '${BLOCK_FIELD}' end`,
+    "end",
+    "if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end",
+    "if op == 'set' then",
+    "  local ttl_ms = tonumber(ARGV[4])",
+    "  local till = 0",
+    "  if ttl_ms > 0 then till = now_us + ttl_ms * 1000 end",
+    "  override = ARGV[3]",
+    `  redis.call('HSET', KEYS[1], '${OVERRIDE_FIELD}', fmt('%.0f,', till) .. override)`,
+    "  if till == 0 then",
+    "    -- no end: the hash must not expire while it lives",
+    "    redis.call('PERSIST', KEYS[1])",
+    "  else",
+    "    -- the hash lives at least until the override's end (it may have had no TTL: one is set in any case)",
+    "    if not expires_at or expires_at < till then",
+    `      expires_at = till + ${int(TTL_SLACK_US)}`,
+    `      redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+    "    end",
+    `    ${pexpire}`,
+    "  end",
+    "elseif op == 'clear' then",
+    `  redis.call('HDEL', KEYS[1], '${OVERRIDE_FIELD}')`,
+    "  if persist then",
+    "    -- the hash had no TTL: it gets the one its state needs, or goes when nothing in it is live",
+    "    if expires_at and expires_at > now_us then",
+    `      ${pexpire}`,
+    "    else",
+    "      redis.call('DEL', KEYS[1])",
+    "    end",
+    "  end",
+    "  override = nil",
+    "elseif op == 'block' then",
+    "  local till = now_us + tonumber(ARGV[3]) * 1000",
+    `  redis.call('HSET', KEYS[1], '${BLOCK_FIELD}', fmt('%.0f', till))`,
+    "  if not expires_at or expires_at < till then",
+    `    expires_at = till + ${int(TTL_SLACK_US)}`,
+    `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+    `    if not persist then ${pexpire} end`,
+    "  end",
+    "elseif op == 'unblock' then",
+    `  -- the manual block and the penalty boxes of this namespace's policies${boxes.length === 0 ? " (none has one)" : ""}`,
+    `  redis.call('HDEL', KEYS[1], '${BLOCK_FIELD}'${boxes.map((b) => `, ${b}`).join("")})`,
+    "else",
+    "  return redis.error_reply('unknown control op')",
+    "end",
+    "return { now_ms, override }",
+    "",
+  ];
   const script = lines.join("\n");
   return { script, sha: sha1(script) };
 }

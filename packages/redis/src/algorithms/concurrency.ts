@@ -14,7 +14,6 @@ export const concurrencyLua: LuaAlgorithm<ConcurrencyPolicy> = {
   marks: false,
   leases: true,
   maxCost: () => Infinity, // one slot per request, whatever its cost
-  maxQuota: () => Number.MAX_SAFE_INTEGER,
   part(policy, p, i) {
     const stored = `stored[${i}]`;
     // the limit is a per-key local: an override may change it

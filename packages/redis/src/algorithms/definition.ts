@@ -114,8 +114,6 @@ export interface LuaAlgorithm<P extends Policy> {
   readonly leases: boolean;
   /** The largest cost the policy can ever admit (beyond it: `cost-exceeds-limit`, retry -1), as core's definition says. */
   maxCost(policy: P): number;
-  /** The largest quota an override may give the policy (a larger one is clamped to it), as core's definition says. */
-  maxQuota(policy: P): number;
   /** The Lua of `policy` at position `i` (1-based: `stored[i]`, `ARGV[4 + i]`), its locals prefixed with `p` (`fw1`). */
   part(policy: P, p: string, i: number): LuaPart;
 }
@@ -138,7 +136,6 @@ export const windowLua = {
   marks: false,
   leases: false,
   maxCost: (policy: { readonly limit: number }): number => policy.limit,
-  maxQuota: (): number => Number.MAX_SAFE_INTEGER,
 } as const;
 
 /** The quota-derived local of a policy whose only such value is its limit (`<p>_limit`): {@link LuaPart.quota} and {@link LuaPart.requota}. */

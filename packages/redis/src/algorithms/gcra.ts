@@ -19,7 +19,6 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
     marks: true,
     leases: false,
     maxCost: (policy) => policy.burst + policy.queue,
-    maxQuota: () => 2 ** 40,
     part(policy, p, i): LuaPart {
       const stored = `stored[${i}]`;
       // per-key locals, which an override may change (see `quota` and `requota` below): the

@@ -11,8 +11,6 @@ import { type LuaAlgorithm, indent, int, str, windowLua } from "./definition.js"
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   ...windowLua,
-  // limit × window stays a safe integer
-  maxQuota: (policy) => Math.floor(Number.MAX_SAFE_INTEGER / policy.windowMs),
   part(policy, p, i) {
     const stored = `stored[${i}]`;
     // per-key locals, which an override may change: the limit (also the largest cost) and limit × window
