@@ -105,6 +105,7 @@ describe("GET /api/* by plan", () => {
         client: "key:enterprise-demo-key",
         owner: "Initech (enterprise plan)",
         tier: "enterprise",
+        override: null,
         rateLimit: {
           policy: "burst",
           limit: 200,
@@ -115,6 +116,7 @@ describe("GET /api/* by plan", () => {
             "per-minute": { limit: 3000, remaining: 2999 },
             "per-day": { limit: 500000, remaining: 499999 },
           },
+          reason: "ok",
         },
       });
     }

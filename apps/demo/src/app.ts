@@ -9,19 +9,25 @@
  * - `POST /auth/login` counts failed attempts only (a successful login is refunded, `countWhen`):
  *   5 failures per 5 minutes per address; the next attempt is refused and blocks the address for
  *   15 minutes (a penalty box). It fails closed.
+ * - `POST /admin/overrides` and `POST /admin/blocks` (behind `Authorization: Bearer <admin key>`)
+ *   set, clear or lift a per-key override or a manual block on the `/api` plans' limiters.
  *
  * `createApp()` builds the app without listening, so tests can inject the store or its clock and
  * drive it with `app.request()`; `main.ts` serves it.
  *
  * @module
  */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import {
   DEFAULT_HEADER_STYLES,
   type Decision,
+  type Duration,
   MemoryStore,
+  type Override,
   type Policy,
   RateLimiter,
+  SluiceInputError,
   type Store,
   concurrency,
   fixedWindow,
@@ -29,6 +35,7 @@ import {
   setRateLimitHeaders,
   slidingLog,
   slidingWindow,
+  toMs,
   tokenBucket,
 } from "@sluice/core";
 import { type RateLimitVariables, rateLimiter } from "@sluice/hono";
@@ -110,6 +117,23 @@ export interface DemoAppOptions {
    * @default waits `exportMs`
    */
   buildExport?: () => Promise<void>;
+  /**
+   * The admin key: `POST /admin/overrides` and `POST /admin/blocks` answer only requests with
+   * `Authorization: Bearer <adminKey>` (401 otherwise). `main.ts` passes `SLUICE_ADMIN_KEY`, or a
+   * random key it prints.
+   * @default a random key nobody is told: every admin request gets 401
+   */
+  adminKey?: string;
+}
+
+/** Whether `key` may be an admin key: RFC 6750's `b64token` (what may follow `Bearer `), so it pastes into a shell as is. */
+export function isValidAdminKey(key: string): boolean {
+  return /^[A-Za-z0-9._~+/-]+=*$/.test(key);
+}
+
+/** A new random admin key: 32 hexadecimal digits (128 bits). */
+export function randomAdminKey(): string {
+  return randomBytes(16).toString("hex");
 }
 
 /** The app's context variables: `c.get("rateLimit")` on limited routes. */
@@ -249,12 +273,20 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
     setRateLimitHeaders({ set: (name, value) => c.header(name, value) }, decision, DEFAULT_HEADER_STYLES, limiter.policies);
     const apiKey = c.req.header("x-api-key");
     const account = apiKey === undefined ? undefined : await findAccount(apiKey);
-    return c.json({ client: key, owner: account?.owner ?? null, tier, rateLimit: summary(decision) });
+    return c.json({
+      client: key,
+      owner: account?.owner ?? null,
+      tier,
+      // the key's override that applies (set with POST /admin/overrides), as the store reported it
+      override: decision.override ?? null,
+      // "blocked" while a manual block (POST /admin/blocks) or a penalty box holds
+      rateLimit: { ...summary(decision), reason: decision.reason },
+    });
   });
 
   app.get("/api/quote", (c) => {
     const decision = decisionOf(c);
-    return c.json({ quote: QUOTES[decision.remaining % QUOTES.length], remaining: decision.remaining });
+    return c.json({ quote: QUOTES[decision.remaining % QUOTES.length], remaining: decision.remaining, override: decision.override ?? null });
   });
 
   const exportMs = options.exportMs ?? 0;
@@ -285,5 +317,143 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
     return c.json({ ok: false, error: "invalid credentials", attemptsLeft: decisionOf(c).remaining }, 401);
   });
 
+  // Admin: per-key overrides and manual blocks on the /api plans. They act through planLimiters,
+  // the same store, prefix and tier namespace as the middleware's own limiters: the override or
+  // block lands in the key's record, which the middleware's next decision for that key reads (in
+  // the same store call that decides). With the memory store nothing is cached between the two:
+  // the change applies at the key's very next request.
+  const adminKeyHash = sha256(options.adminKey ?? randomAdminKey());
+  app.use("/admin/*", async (c, next) => {
+    const match = /^Bearer +(\S+) *$/i.exec(c.req.header("authorization") ?? "");
+    if (match === null) return unauthorized('Send the admin key as "Authorization: Bearer <key>".', 'Bearer realm="sluice-demo-admin"');
+    if (!timingSafeEqual(sha256(match[1] as string), adminKeyHash)) {
+      return unauthorized("Wrong admin key.", 'Bearer realm="sluice-demo-admin", error="invalid_token"');
+    }
+    await next();
+  });
+
+  // { key, tier?, override: { scale } | { quotas } | { unlimited: true } | null, ttl? }
+  app.post("/admin/overrides", async (c) => {
+    try {
+      const body = await adminBody(c, ["key", "tier", "override", "ttl"]);
+      const { key, tier, limiter } = await adminTarget(body, planLimiters);
+      if (!("override" in body)) {
+        throw new SluiceInputError("override is required: { scale }, { quotas }, { unlimited: true }, or null to clear the key's override", { option: "override" });
+      }
+      if (body.override === null) {
+        if (body.ttl !== undefined) throw new SluiceInputError("ttl goes with an override to set; override: null clears the key's override", { option: "ttl" });
+        await limiter.clearOverride(key);
+      } else {
+        // checked by the limiter against the plan's policies: a SluiceInputError naming the field, nothing stored
+        await limiter.setOverride(key, body.override as Override, body.ttl === undefined ? undefined : { ttl: body.ttl as Duration });
+      }
+      // what is now in force, as the next decision will see it: a peek (spends nothing)
+      const now = await limiter.peek(key);
+      const override = now.override ?? null;
+      return c.json({
+        key,
+        tier,
+        override,
+        // by the store's clock at this answer
+        expiresAt: override === null || body.ttl === undefined ? null : new Date(now.now + toMs(body.ttl as Duration, "ttl")).toISOString(),
+        // each policy's quota under the override; null while unlimited (nothing is counted)
+        quotas: override !== null && "unlimited" in override ? null : Object.fromEntries(now.policies.map((p) => [p.policy, p.limit])),
+      });
+    } catch (error) {
+      return badRequest(error);
+    }
+  });
+
+  // { key, tier?, duration: "15m" } or { key, tier?, unblock: true }
+  app.post("/admin/blocks", async (c) => {
+    try {
+      const body = await adminBody(c, ["key", "tier", "duration", "unblock"]);
+      const { key, tier, limiter } = await adminTarget(body, planLimiters);
+      if (body.unblock !== undefined) {
+        if (body.unblock !== true) throw new SluiceInputError(`unblock must be true; got ${JSON.stringify(body.unblock)}`, { option: "unblock" });
+        if (body.duration !== undefined) throw new SluiceInputError('give either duration (to block) or unblock: true (to lift the block), not both', { option: "duration" });
+        await limiter.unblock(key);
+      } else {
+        if (body.duration === undefined) throw new SluiceInputError('duration is required (like "15m"), or unblock: true to lift the block', { option: "duration" });
+        await limiter.block(key, body.duration as Duration);
+      }
+      const now = await limiter.peek(key);
+      const blockedUntil = Math.max(0, ...now.policies.map((p) => (p.blocked === true ? (p.blockedUntil ?? 0) : 0)));
+      return c.json({
+        key,
+        tier,
+        blocked: blockedUntil > now.now,
+        blockedUntil: blockedUntil > now.now ? new Date(blockedUntil).toISOString() : null,
+        // seconds until the key's next request may pass (the block's end, or later if its limits say so)
+        retryAfter: blockedUntil > now.now ? Math.ceil(now.retryAfterMs / 1000) : null,
+      });
+    } catch (error) {
+      return badRequest(error);
+    }
+  });
+
   return app;
+}
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+function unauthorized(detail: string, challenge: string): Response {
+  const res = problem(401, "Unauthorized", detail);
+  res.headers.set("WWW-Authenticate", challenge);
+  return res;
+}
+
+/** The 400 of bad admin input: the `SluiceInputError`'s message and `option`. Anything else is rethrown (a 500). */
+function badRequest(error: unknown): Response {
+  if (!(error instanceof SluiceInputError)) throw error;
+  return new Response(JSON.stringify({ type: "about:blank", title: "Bad Request", status: 400, detail: error.message, option: error.option }), {
+    status: 400,
+    headers: { "Content-Type": "application/problem+json" },
+  });
+}
+
+/** An admin request's JSON body: an object with no fields but `allowed`. */
+async function adminBody(c: Context, allowed: readonly string[]): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new SluiceInputError("body must be a JSON object", { option: "body" });
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new SluiceInputError(`body must be a JSON object; got ${JSON.stringify(body)}`, { option: "body" });
+  }
+  for (const field of Object.keys(body)) {
+    if (!allowed.includes(field)) throw new SluiceInputError(`${field} is not a field of this request: it takes ${allowed.join(", ")}`, { option: field });
+  }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * The rate-limit key of an admin request and the plan whose limiter it acts on: `tier` when given,
+ * else the key's own plan (`ip:<address>` is free; `key:<api key>` is the key's plan).
+ */
+async function adminTarget(body: Record<string, unknown>, limiters: Record<Tier, RateLimiter>): Promise<{ key: string; tier: Tier; limiter: RateLimiter }> {
+  const { key, tier } = body;
+  if (typeof key !== "string" || key === "") {
+    throw new SluiceInputError(`key must be the rate-limit key as the API uses it ("key:<api key>" or "ip:<address>"); got ${JSON.stringify(key)}`, { option: "key" });
+  }
+  let plan: Tier;
+  if (tier !== undefined) {
+    if (typeof tier !== "string" || !Object.hasOwn(PLANS, tier)) {
+      throw new SluiceInputError(`tier must be one of ${Object.keys(PLANS).join(", ")}; got ${JSON.stringify(tier)}`, { option: "tier" });
+    }
+    plan = tier as Tier;
+  } else if (key.startsWith("ip:")) {
+    plan = "free";
+  } else {
+    const account = key.startsWith("key:") ? await findAccount(key.slice("key:".length)) : undefined;
+    if (account === undefined) {
+      throw new SluiceInputError(`tier is required for key ${JSON.stringify(key)}: it is neither an address ("ip:…") nor a demo API key ("key:<api key>")`, { option: "tier" });
+    }
+    plan = account.tier;
+  }
+  return { key, tier: plan, limiter: limiters[plan] };
 }

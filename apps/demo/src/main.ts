@@ -3,6 +3,8 @@
  *
  * `HOST` (default `127.0.0.1`) and `PORT` (default `8787`; `0` picks a free port) choose the
  * address; `EXPORT_MS` (default `2000`) is how long `GET /api/export` takes; `SLUICE_OTEL=console` turns on OpenTelemetry's console exporters (see telemetry.ts).
+ * `SLUICE_ADMIN_KEY` is the key of the admin routes (`POST /admin/overrides`, `POST /admin/blocks`);
+ * without it a random key is made at each start. The banner prints it, with `curl` lines that use it.
  * SIGINT and SIGTERM stop the server: it stops accepting connections, lets requests in
  * flight finish, and exits 0 (or exits 1 if that takes more than 5 seconds).
  *
@@ -10,7 +12,7 @@
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { DEMO_API_KEYS, PLANS, createApp } from "./app.js";
+import { DEMO_API_KEYS, PLANS, createApp, isValidAdminKey, randomAdminKey } from "./app.js";
 import { type Telemetry, startTelemetry } from "./telemetry.js";
 
 const DEFAULT_PORT = 8787;
@@ -47,7 +49,18 @@ try {
 }
 if (telemetry !== undefined) console.log(telemetry.description);
 const exportMs = msFromEnv("EXPORT_MS", process.env.EXPORT_MS, 2000);
-const app = createApp({ log: (line) => console.log(line), exportMs });
+const adminKey = adminKeyFromEnv(process.env.SLUICE_ADMIN_KEY);
+const app = createApp({ log: (line) => console.log(line), exportMs, adminKey: adminKey.key });
+
+/** SLUICE_ADMIN_KEY, or a new random key when it is unset or empty. */
+function adminKeyFromEnv(value: string | undefined): { key: string; from: string } {
+  if (value === undefined || value === "") return { key: randomAdminKey(), from: "random, made at this start; set SLUICE_ADMIN_KEY to choose it" };
+  if (!isValidAdminKey(value)) {
+    console.error("SLUICE_ADMIN_KEY must be a bearer token: letters, digits and - . _ ~ + / (then = signs for padding), no spaces or quotes");
+    process.exit(1);
+  }
+  return { key: value, from: "from SLUICE_ADMIN_KEY" };
+}
 
 /** The commands printed at start, for the URL the server actually listens on. */
 function banner(url: string): string {
@@ -60,10 +73,16 @@ function banner(url: string): string {
   const free = Object.keys(DEMO_API_KEYS).find((key) => DEMO_API_KEYS[key]?.tier === "free");
   const pro = Object.keys(DEMO_API_KEYS).find((key) => DEMO_API_KEYS[key]?.tier === "pro");
   const login = `curl -s -o /dev/null -w "%{http_code} " -X POST ${url}/auth/login -H "content-type: application/json" -d '{"username":"demo","password":"wrong"}'`;
+  const admin = (path: string, body: object) =>
+    `curl -s -X POST ${url}/admin/${path} -H "Authorization: Bearer ${adminKey.key}" -H "content-type: application/json" -d '${JSON.stringify(body)}'; echo`;
+  const who = `key:${free}`;
   return `Sluice demo listening on ${url}
 
 API keys (send as x-api-key; without one you are limited by address as free):
 ${keys}
+
+Admin key (Authorization: Bearer <key> on POST /admin/overrides and POST /admin/blocks; ${adminKey.from}):
+  ${adminKey.key}
 
 Try:
   # never limited
@@ -85,6 +104,22 @@ Try:
 
   # at most 2 exports in flight per key (each takes ${exportMs / 1000} s here): of three started 0.3 s apart, the third gets 429 at once
   for i in 1 2 3; do curl -s -o /dev/null -w "%{http_code} " -H "x-api-key: ${pro}" ${url}/api/export & sleep 0.3; done; wait; echo
+
+  # admin: ten times the free key's quotas for an hour; whoami then shows q=100, q=300 and q=10000
+  ${admin("overrides", { key: who, override: { scale: 10 }, ttl: "1h" })}
+  curl -i -H "x-api-key: ${free}" ${url}/api/whoami
+
+  # admin: block the free key for 15 minutes: its calls get 429 with Retry-After: 900; unblocked, they pass again
+  ${admin("blocks", { key: who, duration: "15m" })}
+  curl -i -H "x-api-key: ${free}" ${url}/api/quote
+  ${admin("blocks", { key: who, unblock: true })}
+  curl -s -o /dev/null -w "%{http_code}\\n" -H "x-api-key: ${free}" ${url}/api/quote
+
+  # admin: back to the free plan's own quotas (override null clears it)
+  ${admin("overrides", { key: who, override: null })}
+
+  # admin: without the admin key, 401
+  curl -s -o /dev/null -w "%{http_code}\\n" -X POST ${url}/admin/overrides -H "content-type: application/json" -d '{"key":"${who}","override":{"unlimited":true}}'
 
 Press Ctrl+C to stop.
 `;

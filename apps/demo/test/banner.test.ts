@@ -70,7 +70,16 @@ describe("the banner's commands, pasted in order", () => {
       "an unknown key gets 401",
       "login counts failed attempts: after 5 in 5 minutes, the 6th gets 429 and blocks the address for 15 minutes",
       "at most 2 exports in flight per key (each takes 2 s here): of three started 0.3 s apart, the third gets 429 at once",
+      "admin: ten times the free key's quotas for an hour; whoami then shows q=100, q=300 and q=10000",
+      "admin: block the free key for 15 minutes: its calls get 429 with Retry-After: 900; unblocked, they pass again",
+      "admin: back to the free plan's own quotas (override null clears it)",
+      "admin: without the admin key, 401",
     ]);
+    // the admin key: made at this start (no SLUICE_ADMIN_KEY here), printed, and in every admin line but the 401's
+    const adminKey = /\nAdmin key \(Authorization: Bearer <key> on POST \/admin\/overrides and POST \/admin\/blocks; random, made at this start; set SLUICE_ADMIN_KEY to choose it\):\n {2}(\S+)\n/.exec(banner)?.[1];
+    expect(adminKey).toMatch(/^[0-9a-f]{32}$/);
+    const adminLines = tried.slice(6).flatMap((g) => g.commands.filter((c) => c.includes("/admin/")));
+    expect(adminLines.map((c) => c.includes(`-H "Authorization: Bearer ${adminKey}"`))).toEqual([true, true, true, true, false]);
     for (const group of tried) for (const command of group.commands) expect(command).toContain(base);
 
     const outputs: string[][] = [];
@@ -79,7 +88,18 @@ describe("the banner's commands, pasted in order", () => {
       for (const command of group.commands) seen.push(await paste(command));
       outputs.push(seen);
     }
-    const [health, whoami, burst, unknown, login, exports] = outputs as [string[], string[], string[], string[], string[], string[]];
+    const [health, whoami, burst, unknown, login, exports, raised, blocked, cleared, noAdminKey] = outputs as string[][] as [
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+      string[],
+    ];
 
     expect(health).toEqual(['{"status":"ok"}']);
 
@@ -111,5 +131,30 @@ describe("the banner's commands, pasted in order", () => {
 
     // the third export is refused at once (both slots held); the first two finish 2 s after they began
     expect(exports).toEqual(["429 200 200 \n"]);
+
+    // ten times the free plan for an hour: the answer says what is in force, whoami's headers and JSON show it
+    const free = "key:free-demo-key";
+    expect(raised).toHaveLength(2);
+    const setAnswer = JSON.parse(raised[0] ?? "") as { expiresAt: string };
+    expect(setAnswer).toEqual({ key: free, tier: "free", override: { scale: 10 }, expiresAt: expect.any(String), quotas: { burst: 100, "per-minute": 300, "per-day": 10000 } });
+    expect(Date.parse(setAnswer.expiresAt) - Date.now()).toBeGreaterThan(3_500_000);
+    const raisedWho = response(raised[1] ?? "");
+    expect(raisedWho.status).toMatch(/^HTTP\/1\.1 200/);
+    expect(raisedWho.headers["ratelimit-policy"]).toBe('"burst";q=100;w=20, "per-minute";q=300;w=60, "per-day";q=10000;w=86400');
+    expect(raisedWho.headers["x-ratelimit-limit"]).toBe("100");
+    expect(JSON.parse(raisedWho.body)).toMatchObject({ client: free, override: { scale: 10 }, rateLimit: { limit: 100, reason: "ok" } });
+
+    // blocked: the answer, a 429 with Retry-After: 900; lifted: the answer, then a quote passes
+    expect(blocked).toHaveLength(4);
+    expect(JSON.parse(blocked[0] ?? "")).toEqual({ key: free, tier: "free", blocked: true, blockedUntil: expect.any(String), retryAfter: 900 });
+    const refused = response(blocked[1] ?? "");
+    expect(refused.status).toMatch(/^HTTP\/1\.1 429/);
+    expect(refused.headers["retry-after"]).toBe("900");
+    expect(refused.headers.ratelimit).toBe('"burst";r=0;t=900, "per-minute";r=0;t=900, "per-day";r=0;t=900');
+    expect(JSON.parse(blocked[2] ?? "")).toEqual({ key: free, tier: "free", blocked: false, blockedUntil: null, retryAfter: null });
+    expect(blocked[3]).toBe("200\n");
+
+    expect(cleared.map((out) => JSON.parse(out))).toEqual([{ key: free, tier: "free", override: null, expiresAt: null, quotas: { burst: 10, "per-minute": 30, "per-day": 1000 } }]);
+    expect(noAdminKey).toEqual(["401\n"]);
   });
 });

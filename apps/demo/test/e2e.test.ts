@@ -144,4 +144,71 @@ describe("the demo process", () => {
       "violated-policies": ["login"],
     });
   });
+  it("admin: the key the banner prints sets overrides and blocks that the API's next request obeys; 401 without it, 400 naming the field", async () => {
+    const adminKey = /\nAdmin key \([^)]*random, made at this start[^)]*\):\n {2}([0-9a-f]{32})\n/.exec(output)?.[1] ?? "";
+    expect(adminKey).toMatch(/^[0-9a-f]{32}$/);
+    expect(output).toContain(`curl -s -X POST ${base}/admin/overrides -H "Authorization: Bearer ${adminKey}"`);
+    const admin = (path: string, body: unknown, key: string | null = adminKey) =>
+      fetch(`${base}/admin/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(key === null ? {} : { authorization: `Bearer ${key}` }) },
+        body: JSON.stringify(body),
+      });
+    const key = "key:enterprise-demo-key";
+
+    // the enterprise burst (200) cut to 1: the first quote passes, the second is the 429
+    const set = await admin("overrides", { key, override: { quotas: { burst: 1 } } });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toEqual({ key, tier: "enterprise", override: { quotas: { burst: 1 } }, expiresAt: null, quotas: { burst: 1, "per-minute": 3000, "per-day": 500000 } });
+    const first = await api("/api/quote", "enterprise-demo-key");
+    expect(first.status).toBe(200);
+    // the bucket's rate scales with its quota: still 4 s to fill
+    expect(first.headers.get("ratelimit-policy")).toBe('"burst";q=1;w=4, "per-minute";q=3000;w=60, "per-day";q=500000;w=86400');
+    expect(await first.json()).toMatchObject({ remaining: 0, override: { quotas: { burst: 1 } } });
+    const second = await api("/api/quote", "enterprise-demo-key");
+    expect(second.status).toBe(429);
+    await second.arrayBuffer();
+    expect((await admin("overrides", { key, override: null })).status).toBe(200);
+
+    const block = await admin("blocks", { key, duration: "1h" });
+    expect(await block.json()).toMatchObject({ key, blocked: true, retryAfter: 3600 });
+    const blocked = await api("/api/quote", "enterprise-demo-key");
+    expect([blocked.status, blocked.headers.get("retry-after")]).toEqual([429, "3600"]);
+    await blocked.arrayBuffer();
+    expect(await (await api("/api/whoami", "enterprise-demo-key")).json()).toMatchObject({ override: null, rateLimit: { reason: "blocked" } });
+    expect(await (await admin("blocks", { key, unblock: true })).json()).toMatchObject({ blocked: false });
+    expect((await api("/api/quote", "enterprise-demo-key")).status).toBe(200);
+
+    for (const wrong of [null, "0".repeat(32)]) {
+      const res = await admin("blocks", { key, duration: "1h" }, wrong);
+      expect(res.status).toBe(401);
+      await res.arrayBuffer();
+    }
+    const bad = await admin("overrides", { key, override: { scale: Number.NaN } });
+    expect(bad.status).toBe(400);
+    // JSON has no NaN: it arrives as null
+    expect(await bad.json()).toMatchObject({ status: 400, option: "override.scale", detail: "[sluice] override.scale must be a positive finite number; got null" });
+    expect((await api("/api/quote", "enterprise-demo-key")).status).toBe(200);
+  });
+});
+
+describe("SLUICE_ADMIN_KEY", () => {
+  it("chooses the admin key: printed as given, the only one accepted", async () => {
+    const chosen = "my-admin-key.2026~ok";
+    const other = await startDemo({ SLUICE_ADMIN_KEY: chosen });
+    try {
+      expect(other.output()).toContain(`Admin key (Authorization: Bearer <key> on POST /admin/overrides and POST /admin/blocks; from SLUICE_ADMIN_KEY):\n  ${chosen}\n`);
+      expect(other.output()).toContain(`-H "Authorization: Bearer ${chosen}"`);
+      const post = (key: string) =>
+        fetch(`${other.base}/admin/blocks`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ key: "ip:192.0.2.1", unblock: true }) });
+      expect((await post(chosen)).status).toBe(200);
+      expect((await post("another-key")).status).toBe(401);
+    } finally {
+      expect(await other.stop()).toBe(0);
+    }
+  });
+
+  it("refuses a key that is no bearer token (it would not paste into the banner's curl lines): exit 1 with a message", async () => {
+    await expect(startDemo({ SLUICE_ADMIN_KEY: 'has "quotes" and spaces' })).rejects.toThrow(/exited early \(code 1, signal null\)[\s\S]*SLUICE_ADMIN_KEY must be a bearer token/);
+  });
 });
