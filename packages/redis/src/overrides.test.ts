@@ -166,7 +166,7 @@ async function runCase(bound: BoundStore, clock: { ms: number }, c: Case, key: s
       }
       case "refund": {
         const of = step.of === undefined || charged.length === 0 ? undefined : charged[step.of % charged.length];
-        const charge: RefundCharge | undefined = of === undefined ? undefined : { atMs: of.now, ...(of.marks === undefined ? {} : { marks: of.marks }) };
+        const charge: RefundCharge | undefined = of === undefined ? undefined : { atMs: of.now, marks: of.marks };
         const expected = refundState(policies, state, nowUs, step.cost, charge);
         if (expected.state !== undefined) state = expected.state;
         expect(observed(await bound.refund(key, step.cost, charge), false), where).toEqual({ now: clock.ms, policies: expected.policies, override: expected.override });
