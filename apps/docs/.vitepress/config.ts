@@ -29,6 +29,7 @@ const concepts: DefaultTheme.SidebarItem[] = [
   { text: "Headers and the 429", link: "/concepts/headers" },
   { text: "Adapters", link: "/concepts/adapters" },
   { text: "Protection", link: "/concepts/protection" },
+  { text: "Overrides and manual blocks", link: "/concepts/overrides" },
   { text: "Concurrency", link: "/concepts/concurrency" },
   { text: "Telemetry", link: "/concepts/telemetry" },
 ];
