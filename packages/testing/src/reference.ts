@@ -9,8 +9,9 @@
  * Per-key overrides and manual blocks (`limiter.setOverride`, `limiter.block`) as the contract
  * states them: the effective quota of each policy worked out here (`effectiveQuota`), each model
  * judging its state under it (`Model.retarget`, which also checks core's effective policy against
- * the contract), an unlimited override answering without counting, a manual block denying every
- * request with each policy's own answer and the later of the two blocks' ends.
+ * the contract), an unlimited override answering without counting (a manual block still denies it
+ * until the block's end), a manual block denying every request with each policy's own answer and
+ * the later of the two blocks' ends.
  *
  * Time is whole milliseconds (the stores' test clocks are ms).
  */
@@ -181,9 +182,17 @@ export class ReferenceLimiter {
     return o !== undefined && "unlimited" in o;
   }
 
-  /** Every policy's answer under an unlimited override: allowed, nothing counted, its own whole quota. */
+  /**
+   * Every policy's answer under an unlimited override: allowed, nothing counted, its own whole
+   * quota. A manual block still denies, until its end only (the policies' penalty boxes do not
+   * apply, and once it ends everything passes).
+   */
   #unlimitedResults(key: string, nowMs: number): PlainDecision {
-    const results = this.policies.map((p) => ({ policy: p.name, allowed: true, limit: quotaOf(p), remaining: quotaOf(p), resetAt: nowMs, retryAfterMs: 0, delayMs: 0, refillAt: nowMs }));
+    const manual = this.#liveControls(key, nowMs)?.blockUntil ?? 0;
+    const results = this.policies.map((p) => {
+      const r = { policy: p.name, allowed: true, limit: quotaOf(p), remaining: quotaOf(p), resetAt: nowMs, retryAfterMs: 0 as number | null, delayMs: 0, refillAt: nowMs };
+      return manual > nowMs ? blockedResult(r, nowMs, manual - nowMs) : r;
+    });
     return this.#withOverride(combine(results, nowMs), key, nowMs);
   }
 
@@ -284,8 +293,8 @@ export class ReferenceLimiter {
   limit(key: string, cost: number, nowMs: number, lease = 0): PlainDecision {
     this.lastCharge = undefined;
     this.#sync(key, nowMs);
-    // a manual block wins over an unlimited override, which lets everything else through uncounted
-    if (this.#unlimited(key, nowMs) && (this.#liveControls(key, nowMs)?.blockUntil ?? 0) === 0) return this.#unlimitedResults(key, nowMs);
+    // an unlimited override lets everything through uncounted (but a manual block)
+    if (this.#unlimited(key, nowMs)) return this.#unlimitedResults(key, nowMs);
     const blocked = this.#blockedResults(key, nowMs, cost);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);
@@ -330,7 +339,7 @@ export class ReferenceLimiter {
 
   peek(key: string, nowMs: number): PlainDecision {
     this.#sync(key, nowMs);
-    if (this.#unlimited(key, nowMs) && (this.#liveControls(key, nowMs)?.blockUntil ?? 0) === 0) return this.#unlimitedResults(key, nowMs);
+    if (this.#unlimited(key, nowMs)) return this.#unlimitedResults(key, nowMs);
     const blocked = this.#blockedResults(key, nowMs, 1);
     if (blocked !== undefined) return blocked;
     const models = this.#of(key);

@@ -28,7 +28,8 @@ class FixedWindowModel implements Model {
   check(nowMs: number, cost: number) {
     const { used, end } = this.window(nowMs);
     const allowed = used + cost <= this.policy.limit;
-    return { allowed, remaining: this.policy.limit - used - (allowed ? cost : 0), resetAt: end, delayMs: 0 };
+    // (more used than the limit: a window counted under a larger quota, a key's override that ended)
+    return { allowed, remaining: Math.max(0, this.policy.limit - used - (allowed ? cost : 0)), resetAt: end, delayMs: 0 };
   }
   commit(nowMs: number, cost: number) {
     const { idx, used } = this.window(nowMs);
@@ -45,7 +46,7 @@ class FixedWindowModel implements Model {
   }
   now(nowMs: number) {
     const { used, end } = this.window(nowMs);
-    return { remaining: this.policy.limit - used, resetAt: end };
+    return { remaining: Math.max(0, this.policy.limit - used), resetAt: end };
   }
   /** The quota grows back only at the end of the window. */
   refillAt(nowMs: number) {

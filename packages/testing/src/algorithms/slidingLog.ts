@@ -56,7 +56,8 @@ class SlidingLogModel implements Model {
     const live = this.live(nowMs);
     const used = live.reduce((s, e) => s + e.cost, 0);
     const newest = live.length > 0 ? Math.max(...live.map((e) => e.at)) : undefined;
-    return { remaining: this.policy.limit - used, resetAt: newest === undefined ? nowMs : newest + this.policy.windowMs };
+    // (more in the log than the limit: entries admitted under a larger quota, a key's override that ended)
+    return { remaining: Math.max(0, this.policy.limit - used), resetAt: newest === undefined ? nowMs : newest + this.policy.windowMs };
   }
 }
 
