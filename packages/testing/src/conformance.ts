@@ -16,8 +16,10 @@
  */
 import {
   type Decision,
+  type Override,
   type Policy,
   RateLimiter,
+  SluiceInputError,
   type Store,
   concurrency,
   fixedWindow,
@@ -891,6 +893,107 @@ export function testStore(options: TestStoreOptions): void {
             },
           ),
           { numRuns: options.numRuns ?? 60 },
+        );
+      });
+
+      it("decides like the reference model with overrides and manual blocks set, replaced, cleared and ending between the requests", async () => {
+        const anOverride = fc.oneof(
+          fc.record({ scale: fc.constantFrom(0.5, 1.5, 2, 3) }),
+          fc.record({ pick: fc.nat(), quota: fc.integer({ min: 1, max: 12 }) }),
+          fc.constant({ unlimited: true as const }),
+        );
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(policySpecArbitrary(), { minLength: 1, maxLength: 3 }),
+            fc.array(
+              fc.record({
+                dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3000 })),
+                key: fc.constantFrom("a", "a", "b"),
+                cost: fc.integer({ min: 1, max: 5 }),
+                op: fc.constantFrom("limit", "limit", "limit", "limit", "limit", "limit", "peek", "refund", "release", "reset", "set", "set", "clear", "get", "block", "unblock"),
+                override: anOverride,
+                ttl: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 3000 })),
+                pick: fc.nat(),
+              }),
+              // long enough for an override to meet counts made under another quota
+              { minLength: 20, maxLength: 50, size: "medium" },
+            ),
+            async (specs, steps) => {
+              const policies = specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
+              const l = limiter(policies);
+              const ref = new ReferenceLimiter(policies);
+              const leases = new Map<string, Decision[]>();
+              // (no quota below a concurrency cap's own: with more leases held than a lowered quota
+              // allows, core's retry hint is the earliest expiry, the reference's the exact wait;
+              // refunds give back the latest charges: a refund of one decision across a change
+              // of a bucket's rate is judged by the invariants instead)
+              const floorOf = (i: number) => (holdsLeases([policies[i]!]) ? policies[i]!.limit : 1);
+              const concurrent = holdsLeases(policies);
+              let t = T0 + 11;
+              for (const step of steps) {
+                t += step.dt;
+                clock.now = t;
+                if (step.op === "set") {
+                  const o = step.override;
+                  const override: Override =
+                    "unlimited" in o
+                      ? o
+                      : "scale" in o
+                        ? { scale: concurrent && o.scale < 1 ? 2 : o.scale }
+                        : { quotas: { [`p${o.pick % policies.length}`]: Math.max(floorOf(o.pick % policies.length), o.quota) } };
+                  const set = await l.setOverride(step.key, override, step.ttl === undefined ? undefined : { ttl: step.ttl }).then(
+                    () => true,
+                    (error: unknown) => {
+                      if (error instanceof SluiceInputError) return false; // a scale that leaves a quota 0
+                      throw error;
+                    },
+                  );
+                  if (set) ref.setOverride(step.key, override, step.ttl ?? 0, t);
+                  continue;
+                }
+                if (step.op === "clear") {
+                  await l.clearOverride(step.key);
+                  ref.clearOverride(step.key, t);
+                  continue;
+                }
+                if (step.op === "get") {
+                  expect(JSON.parse(JSON.stringify((await l.getOverride(step.key)) ?? null))).toEqual(ref.getOverride(step.key, t) ?? null);
+                  continue;
+                }
+                if (step.op === "block") {
+                  await l.block(step.key, 1 + (step.pick % 3000));
+                  ref.block(step.key, 1 + (step.pick % 3000), t);
+                  continue;
+                }
+                if (step.op === "unblock") {
+                  await l.unblock(step.key);
+                  ref.unblock(step.key, t);
+                  continue;
+                }
+                if (step.op === "reset") {
+                  await l.reset(step.key);
+                  ref.reset(step.key);
+                  continue;
+                }
+                if (step.op === "refund") {
+                  expect(plain(await l.refund(step.key, { cost: step.cost }))).toEqual(ref.refund(step.key, step.cost, undefined, t));
+                  continue;
+                }
+                if (step.op === "release") {
+                  const held = leases.get(step.key) ?? [];
+                  const decision = held[step.pick % Math.max(1, held.length)];
+                  if (decision === undefined) continue;
+                  expect(plain(await l.release(step.key, decision))).toEqual(ref.release(step.key, Number(decision.lease), t));
+                  continue;
+                }
+                const decision = step.op === "peek" ? await l.peek(step.key) : await l.limit(step.key, { cost: step.cost });
+                const want = step.op === "peek" ? ref.peek(step.key, t) : ref.limit(step.key, step.cost, t, Number(decision.lease ?? 0));
+                expect(plain(decision)).toEqual(want);
+                if (step.op === "limit" && decision.allowed && decision.lease !== undefined) leases.set(step.key, [...(leases.get(step.key) ?? []), decision]);
+              }
+            },
+          ),
+          { numRuns: Math.max(1, Math.ceil((options.numRuns ?? 60) / 2)) },
         );
       });
     });
