@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 0d63b441aa169917010f72807f00a504da7e035b; below this header, the script byte for byte)
+-- (EVALSHA b60fb8a63fc762ea93bb658b5c76310d087dbc95; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -206,8 +206,8 @@ local function fw2_decide(c)
   end
   -- denied: the same cost passes when the window ends, unless it is more than the limit
   local reset_at = (window + 1) * 3600000
-  if c <= fw2_limit then return 0, fw2_limit - count, reset_at, reset_at - now_ms, 0, reset_at end
-  return 0, fw2_limit - count, reset_at, -1, 0, reset_at
+  if c <= fw2_limit then return 0, max(0, fw2_limit - count), reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, max(0, fw2_limit - count), reset_at, -1, 0, reset_at
 end
 
 if ARGV[2] == 'r' then

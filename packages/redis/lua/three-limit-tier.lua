@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA ea85ac3e4c0e981e44ec725eb635e4d3b9fa8648; below this header, the script byte for byte)
+-- (EVALSHA 86a700bb0e90868701716ee4caea85adf0d67a11; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -271,8 +271,8 @@ local function fw2_decide(c)
   end
   -- denied: the same cost passes when the window ends, unless it is more than the limit
   local reset_at = (window + 1) * 86400000
-  if c <= fw2_limit then return 0, fw2_limit - count, reset_at, reset_at - now_ms, 0, reset_at end
-  return 0, fw2_limit - count, reset_at, -1, 0, reset_at
+  if c <= fw2_limit then return 0, max(0, fw2_limit - count), reset_at, reset_at - now_ms, 0, reset_at end
+  return 0, max(0, fw2_limit - count), reset_at, -1, 0, reset_at
 end
 -- tb3
 local function tb3_decide(c)

@@ -37,8 +37,8 @@ ${p}_new_count = count + ${c}`,
       values: () => `1, ${L} - ${p}_new_count, ${endOf(`${p}_new_window`)}, 0, 0, ${endOf(`${p}_new_window`)}`,
       denied: (c) => `-- denied: the same cost passes when the window ends, unless it is more than the limit
 local reset_at = ${endOf("window")}
-if ${c} <= ${L} then return 0, ${L} - count, reset_at, reset_at - now_ms, 0, reset_at end
-return 0, ${L} - count, reset_at, -1, 0, reset_at`,
+if ${c} <= ${L} then return 0, max(0, ${L} - count), reset_at, reset_at - now_ms, 0, reset_at end
+return 0, max(0, ${L} - count), reset_at, -1, 0, reset_at`,
       prepare: "",
       // only a charge of the current window is still counted
       refund: `if ${p}_window ~= nil and ${p}_window == floor(charged_window_ms / ${W}) and ${p}_count > 0 then

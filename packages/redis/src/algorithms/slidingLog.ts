@@ -59,14 +59,14 @@ if first <= n then
   reset_at = ceil((times[n] + ${Wus}) / 1000)
   refill_at = now_ms + ${leaves("times[first]")}
 end
-if ${c} > ${L} then return 0, ${L} - used, reset_at, -1, 0, refill_at end
+if ${c} > ${L} then return 0, max(0, ${L} - used), reset_at, -1, 0, refill_at end
 local need = used + ${c} - ${L}
 local freed = 0
 for j = first, n do
   freed = freed + costs[j]
-  if freed >= need then return 0, ${L} - used, reset_at, ${leaves("times[j]")}, 0, refill_at end
+  if freed >= need then return 0, max(0, ${L} - used), reset_at, ${leaves("times[j]")}, 0, refill_at end
 end
-return 0, ${L} - used, reset_at, -1, 0, refill_at`,
+return 0, max(0, ${L} - used), reset_at, -1, 0, refill_at`,
       // drop the entries that left the window; a request in the newest entry's microsecond merges into it
       prepare: `do
   local n = #${p}_times

@@ -45,7 +45,7 @@ export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy> = {
       }
       return result(policy, true, limit - count - cost, resetAt, 0, 0, resetAt);
     }
-    return result(policy, false, limit - count, resetAt, cost > limit ? Infinity : resetAt - nowMs, 0, resetAt);
+    return result(policy, false, Math.max(0, limit - count), resetAt, cost > limit ? Infinity : resetAt - nowMs, 0, resetAt);
   },
 
   /** Only within the window the request was charged in. */

@@ -85,7 +85,7 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
       }
     }
     const refillAt = start < n ? nowMs + Math.ceil((((entries as number[])[start] as number) + windowUs - nowUs) / 1000) : nowMs;
-    return result(policy, false, limit - sum, resetAt, retryAfterMs, 0, refillAt);
+    return result(policy, false, Math.max(0, limit - sum), resetAt, retryAfterMs, 0, refillAt);
   },
 
   /** From that request's entry (the newest entries first; the latest charge's when `chargedAtUs` is -1). */
