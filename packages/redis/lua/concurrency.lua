@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA b60fb8a63fc762ea93bb658b5c76310d087dbc95; below this header, the script byte for byte)
+-- (EVALSHA 3d5dbccce6830ab8b58050d12d144eb74d73c0d6; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -36,6 +36,15 @@ local fw2_limit = 100
 -- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),
 -- its manual block (its end, µs, while it runs) and the fields of either that ended (stale: dropped at the next write)
 local override, unlimited, persist, manual, stale
+if stored[5] then
+  manual = tonumber(stored[5])
+  if manual and manual > now_us then
+    pass = false
+  else
+    manual = nil
+    stale = { '|block' }
+  end
+end
 if stored[4] then
   local till, scale, quotas
   local end_digits, body = match(stored[4], '^(%d+),(.*)$')
@@ -62,8 +71,20 @@ if stored[4] then
   end
   if unlimited or scale or quotas then
     override, persist = body, till == 0
+  elseif stale then
+    stale[2] = '|override'
   else
     stale = { '|override' }
+  end
+  if unlimited and ARGV[2] ~= 'x' then
+    -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
+    -- block denies until its end
+    if manual then
+      local ms = ceil((manual - now_us) / 1000)
+      local till = now_ms + ms
+      return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, override }
+    end
+    return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
   end
   if scale or quotas then
     -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
@@ -85,25 +106,6 @@ if stored[4] then
       end
     end
   end
-end
-if stored[5] then
-  manual = tonumber(stored[5])
-  if manual and manual > now_us then
-    pass = false
-  else
-    manual = nil
-    if stale then stale[2] = '|block' else stale = { '|block' } end
-  end
-end
-if unlimited and ARGV[2] ~= 'x' then
-  -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
-  -- block denies until its end
-  if manual then
-    local ms = ceil((manual - now_us) / 1000)
-    local till = now_ms + ms
-    return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, override }
-  end
-  return { now_ms, 1, 2, now_ms, 0, 0, now_ms, 0, 1, 100, now_ms, 0, 0, now_ms, 0, override }
 end
 
 -- cc1: concurrency "exports", limit 2 in flight, leases of 30000000 µs; stored: the leases, "expires:id,expires:id,..." (µs)

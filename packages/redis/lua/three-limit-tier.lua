@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 86a700bb0e90868701716ee4caea85adf0d67a11; below this header, the script byte for byte)
+-- (EVALSHA dbc752470edfe107229ca400e18070c51ae1eed7; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -35,6 +35,15 @@ local tb3_t, tb3_bt, tb3_max = 200000, 4000000, 20
 -- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),
 -- its manual block (its end, µs, while it runs) and the fields of either that ended (stale: dropped at the next write)
 local override, unlimited, persist, manual, stale
+if stored[6] then
+  manual = tonumber(stored[6])
+  if manual and manual > now_us then
+    pass = false
+  else
+    manual = nil
+    stale = { '|block' }
+  end
+end
 if stored[5] then
   local till, scale, quotas
   local end_digits, body = match(stored[5], '^(%d+),(.*)$')
@@ -61,8 +70,20 @@ if stored[5] then
   end
   if unlimited or scale or quotas then
     override, persist = body, till == 0
+  elseif stale then
+    stale[2] = '|override'
   else
     stale = { '|override' }
+  end
+  if unlimited then
+    -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
+    -- block denies until its end
+    if manual then
+      local ms = ceil((manual - now_us) / 1000)
+      local till = now_ms + ms
+      return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, override }
+    end
+    return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
   end
   if scale or quotas then
     -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
@@ -93,25 +114,6 @@ if stored[5] then
       end
     end
   end
-end
-if stored[6] then
-  manual = tonumber(stored[6])
-  if manual and manual > now_us then
-    pass = false
-  else
-    manual = nil
-    if stale then stale[2] = '|block' else stale = { '|block' } end
-  end
-end
-if unlimited then
-  -- an unlimited override: every policy allows with its whole quota, nothing is counted (nor refunded); a manual
-  -- block denies until its end
-  if manual then
-    local ms = ceil((manual - now_us) / 1000)
-    local till = now_ms + ms
-    return { now_ms, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, 0, till, ms, 0, till, till, 0, override }
-  end
-  return { now_ms, 1, 100, now_ms, 0, 0, now_ms, 0, 1, 10000, now_ms, 0, 0, now_ms, 0, 1, 20, now_ms, 0, 0, now_ms, 0, 0, override }
 end
 
 -- sw1: slidingWindow "per-minute", limit 100 per 60000 ms; stored: "window:previous:current"
