@@ -461,6 +461,52 @@ describe("one round trip per call", () => {
     admin.disconnect();
   });
 
+  it("after SCRIPT FLUSH, a burst of control commands loads the control script once (EVAL), like the decide script", async () => {
+    const io = new IORedis(server.url);
+    const admin = new IORedis(server.url);
+    const limiter = new RateLimiter({ store: new RedisStore(io), limits: fixedWindow({ limit: 3, window: "1h", name: "hour" }), prefix: uniquePrefix("flush") });
+    await limiter.getOverride("warm");
+    await admin.script("FLUSH");
+    await admin.config("RESETSTAT");
+    const burst = 200;
+    const answers = await Promise.all(
+      Array.from({ length: burst }, (_, i) => (i % 2 === 0 ? limiter.setOverride(`k${i}`, { scale: 2 }) : limiter.block(`k${i}`, "1m"))),
+    );
+    expect(answers).toHaveLength(burst);
+    const calls = commandCalls(String(await admin.info("commandstats")));
+    expect(calls.eval).toBe(1);
+    // every other call: its EVALSHA, and one more for those whose first met NOSCRIPT before the load ended
+    expect(calls.evalsha).toBeGreaterThanOrEqual(burst - 1);
+    expect(calls.evalsha).toBeLessThanOrEqual(2 * burst);
+    expect(await limiter.getOverride("k0")).toEqual({ scale: 2 });
+    expect((await limiter.limit("k1")).reason).toBe("blocked");
+    io.disconnect();
+    admin.disconnect();
+  });
+
+  it('clock: "client" on a server that refuses TIME in scripts: the control script takes this process\'s time too', async () => {
+    const timeless = await startRedisServer({ args: ["--rename-command", "TIME", '""'] });
+    const io = new IORedis(timeless.url);
+    try {
+      const limiter = new RateLimiter({ store: new RedisStore(io, { clock: "client" }), limits: slidingLog({ limit: 2, window: "1h", name: "log" }), onStoreError: "deny" });
+      await limiter.setOverride("k", { quotas: { log: 4 } }, { ttl: "1h" });
+      expect(await limiter.getOverride("k")).toEqual({ quotas: { log: 4 } });
+      const decisions = [];
+      for (let i = 0; i < 5; i++) decisions.push(await limiter.limit("k"));
+      expect(decisions.map((d) => d.reason)).toEqual(["ok", "ok", "ok", "ok", "limit"]);
+      await limiter.block("k", "1m");
+      expect((await limiter.limit("k")).reason).toBe("blocked");
+      await limiter.unblock("k");
+      await limiter.clearOverride("k");
+      expect(await limiter.getOverride("k")).toBeUndefined();
+      // without the option the server refuses the script
+      await expect(new RateLimiter({ store: new RedisStore(io), limits: slidingLog({ limit: 2, window: "1h", name: "log" }) }).getOverride("k")).rejects.toThrow(/clock: "client"/);
+    } finally {
+      io.disconnect();
+      await timeless.stop();
+    }
+  });
+
   it("node-redis and Upstash: one script call per decision and per control command too", async () => {
     const node = createClient({ url: inject("sluiceRedisUrl"), RESP: 2 });
     await node.connect();
