@@ -24,7 +24,7 @@ const T0 = 1_700_000_022_000;
  * with a count of the calls that reached it. `fail` makes the next calls throw.
  */
 class RemoteStore implements Store {
-  readonly calls = { consume: 0, peek: 0, reset: 0, refund: 0, release: 0 };
+  readonly calls = { consume: 0, peek: 0, reset: 0, refund: 0, release: 0, control: 0 };
   fail = false;
   readonly memory: MemoryStore;
   constructor(clock: () => number) {
