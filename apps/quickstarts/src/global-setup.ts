@@ -1,13 +1,11 @@
 /**
- * A Vitest `globalSetup`: packs the public packages once per run (`scripts/pack-all.mjs
- * --no-build`) into a temporary directory, handed to the test files as `inject("sluiceTarballs")`.
+ * A Vitest `globalSetup`: the public packages packed as `pnpm pack:all --no-build` packs them
+ * (`@sluice/testing/tarballs`: packed once for these very builds, shared with the package checks),
+ * their directory handed to the test files as `inject("sluiceTarballs")`.
  *
  * @module
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { packTarballs } from "./tarballs.js";
+import { packedTarballs } from "@sluice/testing/tarballs";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -16,8 +14,6 @@ declare module "vitest" {
   }
 }
 
-export default function setup(project: { provide(key: "sluiceTarballs", value: string): void }): () => void {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-tarballs-"));
-  project.provide("sluiceTarballs", packTarballs(dir));
-  return () => rmSync(dir, { recursive: true, force: true });
+export default function setup(project: { provide(key: "sluiceTarballs", value: string): void }): void {
+  project.provide("sluiceTarballs", packedTarballs().dir);
 }

@@ -25,7 +25,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, inject } from "vitest";
 import { ROOT_DIR } from "./tarballs.js";
 
-export { ROOT_DIR, packTarballs, tarballNames } from "./tarballs.js";
+export { ROOT_DIR, tarballNames } from "./tarballs.js";
 /** Where the quick starts' files live. */
 export const SNIPPETS_DIR = join(ROOT_DIR, "apps/docs/snippets/quickstart");
 

@@ -1,10 +1,9 @@
 /**
- * The packed packages the quick starts install: what `pnpm pack:all` names them and how the tests
- * make them. Node.js only (the Vitest global setup imports it).
+ * The packed packages the quick starts install: what `pnpm pack:all` names them (the tests get
+ * them from `@sluice/testing/tarballs`, see the global setup). Node.js only.
  *
  * @module
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,17 +20,3 @@ export function tarballNames(): string[] {
     .map((pkg) => `${pkg.name.replace(/^@/, "").replace("/", "-")}-${pkg.version}.tgz`)
     .sort();
 }
-
-/**
- * `node scripts/pack-all.mjs --no-build --out <dir>` (what `pnpm pack:all` runs after its build;
- * `pnpm test` has built the packages already). Returns the directory.
- */
-export function packTarballs(out: string): string {
-  const missing = ["core", "hono", "redis", "next", "cloudflare"].filter((name) => !existsSync(join(ROOT_DIR, `packages/${name}/dist/index.js`)));
-  if (missing.length > 0) {
-    throw new Error(`[sluice] the quick starts install the packed packages, and ${missing.map((n) => `@sluice/${n}`).join(", ")} is not built: run \`pnpm run build\` first (\`pnpm test\` does)`);
-  }
-  execFileSync(process.execPath, [join(ROOT_DIR, "scripts/pack-all.mjs"), "--no-build", "--out", out], { cwd: ROOT_DIR, stdio: "pipe" });
-  return out;
-}
-

@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { packedTarballs } from "@sluice/testing/tarballs";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,27 +61,16 @@ function exportTargets(value: unknown, condition = ""): string[] {
   return Object.entries(value).flatMap(([key, inner]) => exportTargets(inner, key));
 }
 
-/** The pnpm that runs this test, else the one on PATH. */
-function pnpm(): [string, string[]] {
-  const execPath = process.env.npm_execpath;
-  if (execPath !== undefined && /pnpm(\.c?js)?$/.test(execPath)) return execPath.endsWith("js") ? [process.execPath, [execPath]] : [execPath, []];
-  return ["pnpm", []];
-}
-
 let workDir = "";
 const tarballs = new Map<string, string>();
 
-beforeAll(async () => {
-  const unbuilt = published.filter((p) => !existsSync(join(p.dir, "dist"))).map((p) => p.manifest.name);
-  if (unbuilt.length > 0) throw new Error(`[sluice] pack the built packages: run \`pnpm run build\` at the repository root first (${unbuilt.join(", ")} not built).`);
+beforeAll(() => {
+  // what `pnpm pack` makes of each package (packed once for these builds, shared with the other
+  // tests that install or check the tarballs); it throws, naming the command, if one is not built
+  const packed = packedTarballs();
+  expect(Object.keys(packed.tarballs).sort()).toEqual(published.map((p) => p.manifest.name).sort());
+  for (const p of published) tarballs.set(p.manifest.name, packed.tarballs[p.manifest.name] as string);
   workDir = mkdtempSync(join(tmpdir(), "sluice-pack-"));
-  const [command, prefix] = pnpm();
-  for (const p of published) {
-    const { stdout } = await run(command, [...prefix, "pack", "--pack-destination", workDir], { cwd: p.dir, maxBuffer: 16 * 1024 * 1024 });
-    const tarball = stdout.trim().split("\n").at(-1)?.trim() ?? "";
-    expect(tarball.endsWith(".tgz"), stdout).toBe(true);
-    tarballs.set(p.manifest.name, tarball);
-  }
 }, 120_000);
 
 afterAll(() => {
