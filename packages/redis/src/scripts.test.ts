@@ -3,7 +3,7 @@ import { MAX_POLICIES, fixedWindow, leakyBucket, slidingLog, slidingWindow, toke
 import { policySpecArbitrary, policyFromSpec } from "@sluice/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decideScript } from "./scripts.js";
+import { controlScript, decideScript } from "./scripts.js";
 import { sha1 } from "./sha1.js";
 
 const nodeSha1 = (text: string) => createHash("sha1").update(text).digest("hex");
@@ -46,6 +46,13 @@ describe("decideScript", () => {
     expect(script).toContain("'HMGET', KEYS[1], \"burst|tb\", \"per-minute|sw\", \"per-day|fw\", \"login|sl\", \"shaper|lb\"");
   });
 
+  it("reads the key's override and manual block in the same HMGET as the policies' state, and answers the override's body last", () => {
+    const { script } = decideScript(tier.slice(0, 2));
+    expect(script).toContain(`'HMGET', KEYS[1], "burst|tb", "per-minute|sw", '@expires', '|override', '|block')`);
+    expect(script.match(/redis\.call\('HMGET'/g)).toHaveLength(1);
+    expect(script).toContain("out[#out + 1] = override");
+  });
+
   it("is the same text for the same policies and different for different ones", () => {
     expect(decideScript(tier).sha).toBe(decideScript([...tier]).sha);
     expect(decideScript(tier.slice(0, 2)).sha).not.toBe(decideScript(tier).sha);
@@ -79,5 +86,23 @@ describe("decideScript", () => {
     }
     // one Redis key per identifier: the script names no key but KEYS[1]
     expect(script.match(/KEYS\[\d+\]/g)?.every((k) => k === "KEYS[1]")).toBe(true);
+  });
+});
+
+describe("controlScript", () => {
+  const policies = [fixedWindow({ limit: 5, window: "1m", name: "login", block: "15m" }), tokenBucket({ capacity: 10, refillRate: 1, name: "burst" })];
+
+  it("is named by the SHA-1 of its text and runs on stock Redis: no script flags, no globals, constants written out in full", () => {
+    const { script, sha } = controlScript(policies);
+    expect(sha).toBe(nodeSha1(script));
+    expect(script.startsWith("#!")).toBe(false);
+    expect(script.split("\n").filter((line) => /^[A-Za-z_][\w.]*\s*=/.test(line))).toEqual([]);
+    expect(script).not.toMatch(/\de[+-]?\d/);
+    expect(script.match(/KEYS\[\d+\]/g)?.every((k) => k === "KEYS[1]")).toBe(true);
+  });
+
+  it("unblock drops the manual block and the penalty boxes of the namespace's policies (those that have one)", () => {
+    expect(controlScript(policies).script).toContain(`redis.call('HDEL', KEYS[1], '|block', "login|fw|block")`);
+    expect(controlScript(policies.slice(1)).script).toContain(`redis.call('HDEL', KEYS[1], '|block')`);
   });
 });

@@ -24,8 +24,16 @@
  * Layout in Redis: ONE hash per identifier, `KEYS[1]` = `{<storageKey>}` (see core's `storageKey`),
  * one field per policy (core's `policyField`, `<name>|<kind code>`) holding what its algorithm
  * stores (see `algorithms/<kind>.ts`), one per penalty box (`<policyField>|block`), plus
- * `@expires` (when the hash's TTL runs out). Losing the key, any field or `@expires` (eviction,
- * `DEL`, `HDEL`) therefore only forgets state. A field that does not parse reads as empty.
+ * `@expires` (when the hash's TTL runs out), and the key's own two (core's `OVERRIDE_FIELD` and
+ * `BLOCK_FIELD`): `|override`, `"<end µs, 0: none>,<body>"`, and `|block`, the manual block's end
+ * (µs), both written by the `control` script ({@link controlScript}) and read by every decide
+ * script in its one HMGET. Losing the key, any field or `@expires` (eviction, `DEL`, `HDEL`)
+ * therefore only forgets state. A field that does not parse reads as empty.
+ *
+ * Quotas per key: each policy's values that depend on its quota (a window's limit, a bucket's
+ * emission interval, burst × T, queue × T, largest cost) are locals of the script, set from the
+ * policy's constants and recomputed once, before anything reads them, under a `scale` or `quotas`
+ * override, with core's `withQuota` arithmetic (the same IEEE operations in the same order).
  *
  * Local names in the generated Lua: each policy is `<kind code><position>` (`tb1`, `sw2`,
  * `fw3`...: the end of core's `policyField`), and its locals say what they hold (`fw3_window`,
