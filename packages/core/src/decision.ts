@@ -13,6 +13,7 @@
  */
 import type { Policy } from "./algorithms/index.js";
 import { refundedMark } from "./engine.js";
+import { effectivePolicies, overrideBody } from "./overrides.js";
 import type { Decision, DecisionReason, PolicyResult, RefundCharge, StoreResult } from "./types.js";
 
 /** A resolved promise shared by every decision that has no background work. */
@@ -190,11 +191,13 @@ export class StoreDecision implements Decision {
     const d = decision as StoreDecision;
     const marks = d.#marks;
     const refunded = d.#refunded;
+    // a charge made under an override weighs what its effective policies say (a bucket's T)
+    const charged = d.override === undefined || marks === undefined || refunded === 0 ? policies : effectivePolicies(policies, overrideBody(d.override));
     return {
       units: Math.min(units, d.#refundable),
       charge: {
         atMs: d.now,
-        marks: marks === undefined || refunded === 0 ? marks : marks.map((mark, i) => refundedMark(policies[i] as Policy, mark, refunded)),
+        marks: marks === undefined || refunded === 0 ? marks : marks.map((mark, i) => refundedMark(charged[i] as Policy, mark, refunded)),
       },
     };
   }

@@ -6,7 +6,7 @@ import { SluiceConfigError, SluiceInputError, SluiceStoreError, SluiceTimeoutErr
 import { assertKey, validatePolicies, validateTier } from "./keys.js";
 import { FallbackLeases, leaseIdOf, newLeaseId } from "./leases.js";
 import { MemoryBinding, MemoryStore } from "./memory-store.js";
-import { type ControlResult, type Override, type OverrideOptions, type StoreCommand, durationArg, overrideFromText, overrideText } from "./overrides.js";
+import { type ControlResult, type Override, type OverrideOptions, type StoreCommand, durationArg, isUnlimited, overrideFromText, overrideText } from "./overrides.js";
 import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** What the limiter does when its store fails or times out. */
@@ -427,7 +427,8 @@ export class RateLimiter {
       // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):
       // a denial it binds is not cached, or this process would refuse a key whose slots are free
       if (!this.#concurrent || !this.#concurrencyNames.has(decision.policy)) denials.remember(key, cost, decision, sentAt, denials.now());
-    } else if (decision.allowed) {
+    } else if (decision.allowed && !isUnlimited(decision.override)) {
+      // under an unlimited override nothing was counted: nothing to refund, no slot to release
       StoreDecision.charge(decision, cost, marks);
       if (lease !== 0) decision.lease = String(lease);
     }

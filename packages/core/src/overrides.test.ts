@@ -152,6 +152,30 @@ describe("overrides on MemoryStore", () => {
     expect((await limiter.limit("k")).allowed).toBe(true);
   });
 
+  it("under unlimited a decision holds no lease and charges nothing to refund", async () => {
+    const { limiter } = setup([concurrency({ limit: 1, lease: "1m", name: "c" }), fixedWindow({ limit: 1, window: "1m", name: "m" })]);
+    await limiter.setOverride("k", { unlimited: true });
+    const d = await limiter.limit("k");
+    expect(d).toMatchObject({ allowed: true, override: { unlimited: true } });
+    expect(d.lease).toBeUndefined();
+    await limiter.clearOverride("k");
+    await limiter.refund("k", { decision: d });
+    expect(allowedOf(await run(limiter, "k", 2))).toEqual([true, false]);
+  });
+
+  it("a bucket charge made under an override is refunded in parts by the effective rate", async () => {
+    const { limiter, clock } = setup(tokenBucket({ capacity: 4, refillRate: 4, interval: "1s", name: "b" }));
+    await limiter.setOverride("k", { scale: 2 }); // 8 tokens, one per 125 ms
+    await run(limiter, "k", 4);
+    const d = await limiter.limit("k", { cost: 4 });
+    expect(d).toMatchObject({ allowed: true, remaining: 0 });
+    clock.now += 600; // TAT is 400 ms ahead: the charge of 4 (500 ms) still weighs 400 ms
+    await limiter.refund("k", { decision: d, cost: 2 }); // 250 ms back
+    await limiter.refund("k", { decision: d, cost: 2 }); // the remaining 150 ms (by the effective 125 ms per unit)
+    // as if the request had never been made: the bucket is full (by the base 250 ms per unit, the second refund gave nothing: 6)
+    expect(allowedOf(await run(limiter, "k", 9))).toEqual([true, true, true, true, true, true, true, true, false]);
+  });
+
   it("headers carry the effective quotas: q in RateLimit-Policy, r in RateLimit", async () => {
     const { limiter } = setup(fixedWindow({ limit: 3, window: "1m", name: "m" }));
     const write = compileRateLimitHeaders(["ietf"], limiter.policies);

@@ -154,6 +154,19 @@ export function overrideText(override: unknown, policies: readonly Policy[], opt
   return `q,${parts.join(",")}`;
 }
 
+/** The body of an override already checked (one a store reported): no validation. */
+export function overrideBody(override: Override): string {
+  if ("unlimited" in override) return "u";
+  if ("scale" in override) return `s,${String(override.scale)}`;
+  const names = Object.keys(override.quotas).sort();
+  return `q,${names.map((n) => `${n}=${override.quotas[n]}`).join(",")}`;
+}
+
+/** Whether `override` lets everything through uncounted. */
+export function isUnlimited(override: Override | undefined): boolean {
+  return override !== undefined && "unlimited" in override;
+}
+
 function assertQuota(policy: Policy, quota: number, option: string, got: string): void {
   const max = maxQuota(policy);
   const effective = quota <= max ? algorithmOf(policy).withQuota(policy, quota) : undefined;
