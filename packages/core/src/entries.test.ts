@@ -138,6 +138,7 @@ const STORE_VALUES = [
   "assertKey",
   "assertNamespace",
   "assertPrefixAndTier",
+  "assertStoreCommand",
   "blockDurationMs",
   "blockField",
   "controlState",

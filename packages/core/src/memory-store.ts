@@ -2,7 +2,7 @@ import type { Policy } from "./algorithms/index.js";
 import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll } from "./engine.js";
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { assertNamespace, encodeKeyPart, namespaceKey, policyField } from "./keys.js";
-import { type ControlResult, type Override, type StoreCommand, effectivePolicies, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
+import { type ControlResult, type Override, type StoreCommand, assertStoreCommand, effectivePolicies, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
 import type { BoundStore, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
@@ -553,17 +553,11 @@ export class MemoryBinding implements BoundStore {
     const nowUs = slots.nowUs();
     const now = Math.floor(nowUs / 1000);
     const id = this.#nsKey + encodeKeyPart(key);
-    const op = (command as { op?: unknown } | null)?.op;
+    const op = assertStoreCommand(command);
     const live = this.#controls(key, nowUs);
     if (op === "getOverride") return { now, override: live?.body };
     if (op === "setOverride") {
-      const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
-      if (typeof body !== "string" || overrideFromText(body) === undefined) {
-        throw new SluiceInputError(`override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
-      }
-      if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
-        throw new SluiceInputError(`ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
-      }
+      const { override: body, ttlMs } = command as { override: string; ttlMs: number };
       const c = live ?? { body: undefined, overrideEndUs: 0, blockUntilUs: 0 };
       c.body = body;
       c.overrideEndUs = ttlMs === 0 ? Number.MAX_SAFE_INTEGER : nowUs + ttlMs * 1000;
@@ -578,16 +572,14 @@ export class MemoryBinding implements BoundStore {
       return { now, override: undefined };
     }
     if (op === "block") {
-      const { durationMs } = command as { durationMs: unknown };
-      if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
-        throw new SluiceInputError(`durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
-      }
+      const { durationMs } = command as { durationMs: number };
       const c = live ?? { body: undefined, overrideEndUs: 0, blockUntilUs: 0 };
       c.blockUntilUs = nowUs + durationMs * 1000;
       slots.controls.set(id, c);
       return { now, override: c.body };
     }
-    if (op === "unblock") {
+    {
+      // unblock
       if (live !== undefined) {
         live.blockUntilUs = 0;
         if (live.body === undefined) slots.controls.delete(id);
@@ -605,6 +597,5 @@ export class MemoryBinding implements BoundStore {
       }
       return { now, override: live?.body };
     }
-    throw new SluiceInputError(`command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
   }
 }

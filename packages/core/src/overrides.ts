@@ -19,8 +19,8 @@
  * @module
  */
 import { type Policy, algorithmOf } from "./algorithms/index.js";
-import { type Duration, toMs } from "./duration.js";
-import { SluiceInputError, describe } from "./errors.js";
+import { type Duration, MAX_DURATION_MS, toMs } from "./duration.js";
+import { SluiceInputError, describe, tagged } from "./errors.js";
 import { markBlocked } from "./algorithms/penalty-box.js";
 import type { PolicyResult } from "./types.js";
 
@@ -152,6 +152,39 @@ export function overrideText(override: unknown, policies: readonly Policy[], opt
     parts.push(`${name}=${quota}`);
   }
   return `q,${parts.join(",")}`;
+}
+
+/**
+ * Checks a `BoundStore.control` command before anything is touched (`SluiceInputError` with
+ * `option` `"command.op"`, `"command.override"`, `"command.ttlMs"` or `"command.durationMs"`;
+ * durations from 0 (a ttl: until cleared) or 1 to 2^31 − 1 ms) and returns its op. `tag` names
+ * the package in the message.
+ *
+ * @example
+ * ```ts
+ * control(key, command) {
+ *   const op = assertStoreCommand(command, "my-store");
+ *   // …
+ * }
+ * ```
+ */
+export function assertStoreCommand(command: StoreCommand, tag?: string): StoreCommand["op"] {
+  const c = (typeof command === "object" && command !== null ? command : {}) as Record<string, unknown>;
+  const op = c.op;
+  const fail = (option: string, must: string, got: unknown): never => {
+    throw new SluiceInputError(tagged(tag, `${option} must be ${must}; got ${describe(got)}`), { option });
+  };
+  if (op === "setOverride") {
+    if (typeof c.override !== "string" || overrideFromText(c.override) === undefined) fail("command.override", `an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…")`, c.override);
+    const ttlMs = c.ttlMs;
+    if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0 || ttlMs > MAX_DURATION_MS) fail("command.ttlMs", `an integer from 0 (until cleared) to ${MAX_DURATION_MS}`, ttlMs);
+  } else if (op === "block") {
+    const ms = c.durationMs;
+    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 1 || ms > MAX_DURATION_MS) fail("command.durationMs", `an integer from 1 to ${MAX_DURATION_MS}`, ms);
+  } else if (op !== "getOverride" && op !== "clearOverride" && op !== "unblock") {
+    fail("command.op", `"getOverride", "setOverride", "clearOverride", "block" or "unblock"`, op);
+  }
+  return op as StoreCommand["op"];
 }
 
 /** The body of an override already checked (one a store reported): no validation. */

@@ -73,7 +73,7 @@ import { type Policy, algorithmOf } from "./algorithms/index.js";
 import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
-import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
+import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, assertStoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
 import type { PolicyResult, RefundCharge } from "./types.js";
 
 export type {
@@ -107,6 +107,7 @@ export {
   type StoreCommand,
   BLOCK_FIELD,
   OVERRIDE_FIELD,
+  assertStoreCommand,
   effectivePolicies,
   liveOverride,
   maxQuota,
@@ -526,8 +527,8 @@ export interface ControlDecision {
  * ```
  */
 export function controlState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, command: StoreCommand): ControlDecision {
+  const op = assertStoreCommand(command);
   const live = liveOverride((state as Record<string, unknown> | undefined)?.[OVERRIDE_FIELD], nowUs);
-  const op = (command as { op?: unknown } | null)?.op;
   if (op === "getOverride") return { state: undefined, expiresAtUs: latestExpiry(state), override: live?.body };
   const next: StoredState = {};
   if (state !== undefined && state !== null && typeof state === "object") {
@@ -537,29 +538,19 @@ export function controlState(policies: readonly Policy[], state: StoredState | u
   }
   let override = live?.body;
   if (op === "setOverride") {
-    const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
-    if (typeof body !== "string" || overrideFromText(body) === undefined) {
-      throw new SluiceInputError(`override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
-    }
-    if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
-      throw new SluiceInputError(`ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
-    }
+    const { override: body, ttlMs } = command as { override: string; ttlMs: number };
     next[OVERRIDE_FIELD] = overrideField(body, ttlMs === 0 ? 0 : nowUs + ttlMs * 1000);
     override = body;
   } else if (op === "clearOverride") {
     delete next[OVERRIDE_FIELD];
     override = undefined;
   } else if (op === "block") {
-    const { durationMs } = command as { durationMs: unknown };
-    if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
-      throw new SluiceInputError(`durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
-    }
+    const { durationMs } = command as { durationMs: number };
     next[BLOCK_FIELD] = [nowUs + durationMs * 1000];
-  } else if (op === "unblock") {
+  } else {
+    // unblock
     delete next[BLOCK_FIELD];
     for (const policy of policies) if (policy.block !== undefined) delete next[blockField(policy)];
-  } else {
-    throw new SluiceInputError(`command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
   }
   return { state: next, expiresAtUs: latestExpiry(next), override };
 }

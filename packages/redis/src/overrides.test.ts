@@ -132,7 +132,7 @@ function observed(result: StoreResult, withMarks: boolean): Record<string, unkno
 /** Runs one case on `bound` (whose clock reads `clock.ms`) and on the reference, comparing every answer. */
 async function runCase(bound: BoundStore, clock: { ms: number }, c: Case, key: string): Promise<void> {
   const { policies } = c;
-  const leases = policies.some((p) => p.kind === "concurrency");
+  const leases = policies.some((p) => "leaseMs" in p); // a concurrency cap (the only policy with a lease)
   let state: StoredState | undefined;
   let lease = 0;
   const charged: { now: number; marks?: readonly number[]; lease: number }[] = [];
@@ -371,12 +371,12 @@ describe("the hash in Redis", () => {
     };
     const bound = new RedisStore(counted).bind({ prefix: uniquePrefix("bad"), policies: [fixedWindow({ limit: 1, window: "1m" })] });
     const bad: [unknown, string][] = [
-      [{ op: "setOverride", override: "x,1", ttlMs: 0 }, "override"],
-      [{ op: "setOverride", override: "s,-1", ttlMs: 0 }, "override"],
-      [{ op: "setOverride", override: "s,2", ttlMs: -1 }, "ttlMs"],
-      [{ op: "setOverride", override: "s,2", ttlMs: 1.5 }, "ttlMs"],
-      [{ op: "block", durationMs: 0 }, "durationMs"],
-      [{ op: "block", durationMs: Number.NaN }, "durationMs"],
+      [{ op: "setOverride", override: "x,1", ttlMs: 0 }, "command.override"],
+      [{ op: "setOverride", override: "s,-1", ttlMs: 0 }, "command.override"],
+      [{ op: "setOverride", override: "s,2", ttlMs: -1 }, "command.ttlMs"],
+      [{ op: "setOverride", override: "s,2", ttlMs: 1.5 }, "command.ttlMs"],
+      [{ op: "block", durationMs: 0 }, "command.durationMs"],
+      [{ op: "block", durationMs: Number.NaN }, "command.durationMs"],
       [{ op: "explode" }, "command.op"],
       [null, "command.op"],
     ];

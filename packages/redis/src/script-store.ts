@@ -11,6 +11,7 @@ import {
   type StoreNamespace,
   type StoreResult,
   assertNamespace,
+  assertStoreCommand,
   effectivePolicies,
   encodeKeyPart,
   namespaceKey,
@@ -294,7 +295,7 @@ class ScriptBinding implements BoundStore {
    * `SluiceInputError` for a malformed command, before anything is sent.
    */
   async control(key: string, command: StoreCommand): Promise<ControlResult> {
-    const args = [CONTROL_OPS[checkCommand(command)], this.testClock === undefined ? "" : String(Math.floor(this.testClock() * 1000))];
+    const args = [CONTROL_OPS[assertStoreCommand(command, "redis")], this.testClock === undefined ? "" : String(Math.floor(this.testClock() * 1000))];
     if (command.op === "setOverride") args.push(command.override, String(command.ttlMs));
     else if (command.op === "block") args.push(String(command.durationMs));
     let reply: unknown;
@@ -318,30 +319,6 @@ class ScriptBinding implements BoundStore {
   }
 }
 
-/**
- * Checks a `control` command as core's `controlState` does (the same messages), so that a bad one
- * never reaches Redis; returns its op.
- */
-function checkCommand(command: StoreCommand): StoreCommand["op"] {
-  const op = (command as { op?: unknown } | null)?.op;
-  if (op === "setOverride") {
-    const { override: body, ttlMs } = command as { override: unknown; ttlMs: unknown };
-    if (typeof body !== "string" || overrideFromText(body) === undefined) {
-      throw new SluiceInputError(`[sluice] [redis] override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${describe(body)}`, { option: "override" });
-    }
-    if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs < 0) {
-      throw new SluiceInputError(`[sluice] [redis] ttlMs must be a non-negative safe integer (0: until cleared); got ${describe(ttlMs)}`, { option: "ttlMs" });
-    }
-  } else if (op === "block") {
-    const { durationMs } = command as { durationMs: unknown };
-    if (typeof durationMs !== "number" || !Number.isSafeInteger(durationMs) || durationMs <= 0) {
-      throw new SluiceInputError(`[sluice] [redis] durationMs must be a positive safe integer; got ${describe(durationMs)}`, { option: "durationMs" });
-    }
-  } else if (op !== "getOverride" && op !== "clearOverride" && op !== "unblock") {
-    throw new SluiceInputError(`[sluice] [redis] command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${describe(op)}`, { option: "command.op" });
-  }
-  return op;
-}
 
 /** A value, briefly, for an error message (as core's messages show it). */
 function describe(value: unknown): string {
