@@ -41,10 +41,10 @@ import {
   assertKey,
   assertNamespace,
   assertPrefixAndTier,
+  assertStoreCommand,
   controlState,
   decideState,
   liveOverride,
-  overrideFromText,
   peekState,
   refundState,
   releaseState,
@@ -244,7 +244,9 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
   control(call: ControlCall): ControlReply {
     return refusing(() => {
       assertCall(call);
-      const command = assertCommand((call as Partial<ControlCall>).command);
+      const command = (call as Partial<ControlCall>).command as StoreCommand;
+      // core's checks (command.op, .override, .ttlMs, .durationMs), tagged [cloudflare], before any state is read
+      assertStoreCommand(command, TAG);
       const policies = this.#policies(call.policies);
       const id = this.#identifier(call, policies);
       const testNow = call.nowMs !== undefined;
@@ -402,46 +404,6 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
 /** Refuses a call that is not an object (`option: "call"`), before any of its fields is read. */
 function assertCall(call: unknown): asserts call is object {
   if (typeof call !== "object" || call === null) throw new SluiceInputError(`[sluice] [cloudflare] call must be an object; got ${shown(call)}`, { option: "call" });
-}
-
-/** The longest `ttlMs` or `durationMs` the object takes: the longest duration of Sluice (`"24d"` and some), so every end stays a safe integer of µs. */
-const MAX_DURATION_MS = 2 ** 31 - 1;
-
-/** The override commands the object runs (core's `StoreCommand`). */
-const COMMANDS: ReadonlySet<unknown> = new Set<StoreCommand["op"]>(["getOverride", "setOverride", "clearOverride", "block", "unblock"]);
-
-/**
- * Checks a `control` call's command before any state is read (`option` its path in the call:
- * `"command"`, `"command.op"`, `"command.override"`, `"command.ttlMs"`, `"command.durationMs"`).
- */
-function assertCommand(command: unknown): StoreCommand {
-  if (typeof command !== "object" || command === null || Array.isArray(command)) {
-    throw new SluiceInputError(`[sluice] [cloudflare] command must be an object like { op: "getOverride" }; got ${shown(command)}`, { option: "command" });
-  }
-  const c = command as Record<string, unknown>;
-  if (!COMMANDS.has(c.op)) {
-    throw new SluiceInputError(`[sluice] [cloudflare] command.op must be "getOverride", "setOverride", "clearOverride", "block" or "unblock"; got ${shown(c.op)}`, {
-      option: "command.op",
-    });
-  }
-  if (c.op === "setOverride") {
-    if (typeof c.override !== "string" || overrideFromText(c.override) === undefined) {
-      throw new SluiceInputError(`[sluice] [cloudflare] command.override must be an override's body ("s,<scale>", "u" or "q,<name>=<quota>,…"); got ${shown(c.override)}`, {
-        option: "command.override",
-      });
-    }
-    if (typeof c.ttlMs !== "number" || !Number.isSafeInteger(c.ttlMs) || c.ttlMs < 0 || c.ttlMs > MAX_DURATION_MS) {
-      throw new SluiceInputError(`[sluice] [cloudflare] command.ttlMs must be an integer from 0 (until cleared) to ${MAX_DURATION_MS}; got ${shown(c.ttlMs)}`, {
-        option: "command.ttlMs",
-      });
-    }
-  }
-  if (c.op === "block" && (typeof c.durationMs !== "number" || !Number.isSafeInteger(c.durationMs) || c.durationMs <= 0 || c.durationMs > MAX_DURATION_MS)) {
-    throw new SluiceInputError(`[sluice] [cloudflare] command.durationMs must be an integer from 1 to ${MAX_DURATION_MS}; got ${shown(c.durationMs)}`, {
-      option: "command.durationMs",
-    });
-  }
-  return command as StoreCommand;
 }
 
 /** The body of the live override in `row` at `nowUs` (what a decision reports it applied). */

@@ -357,7 +357,7 @@ for (const shards of [0, 3]) {
         return { status: response.status, body: (await response.json()) as { error: Record<string, unknown> } };
       };
       for (const [command, option] of [
-        [null, "command"],
+        [null, "command.op"],
         [{ op: "explode" }, "command.op"],
         [{ op: "setOverride", override: "s,0", ttlMs: 0 }, "command.override"],
         [{ op: "setOverride", override: "x", ttlMs: 0 }, "command.override"],
