@@ -186,7 +186,7 @@ for (const shards of [0, 3]) {
       expect(await l.getOverride("k")).toBeUndefined();
       const ended = await l.limit("k");
       // the base quota of 2 again: the 3 counted under the override leave nothing
-      expect([ended.allowed, ended.limit, ended.reason, ended.override]).toEqual([false, 2, "limit", undefined]);
+      expect([ended.allowed, ended.limit, ended.remaining, ended.reason, ended.override]).toEqual([false, 2, 0, "limit", undefined]);
       // the ended override is dropped at the next write
       await l.limit("other"); // (another key's write does not touch this row)
       await l.block("k", 1000);
