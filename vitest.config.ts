@@ -1,0 +1,75 @@
+/**
+ * The root Vitest config. The projects are those of `vitest.workspace.ts`; this file only decides
+ * the order in which a run starts its test files.
+ *
+ * `pnpm test` runs a few files for minutes (the type-check, the READMEs' code, the docs site, the
+ * Next.js builds and quick starts, the Durable Object conformance suite) and a hundred for seconds.
+ * On two cores the run ends when its last long file does, so the long ones start first, longest
+ * first, and the short ones fill the gaps: Vitest's own order (failed files first, then the last
+ * run's durations, and file sizes where there are none, as on a fresh clone) can leave a
+ * two-minute file for the end. The durations below are seconds measured in a whole `pnpm test`;
+ * a file not listed weighs its last run's duration from Vitest's cache (or nothing), and files of
+ * the same weight go larger first.
+ */
+import { statSync } from "node:fs";
+import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/** Seconds each long file took in a whole run (`<project>:<path from the root>`), a few seconds or more. */
+export const LONG_FILES: Readonly<Record<string, number>> = {
+  "repo-checks:apps/repo-checks/test/readme-snippets.test.ts": 130,
+  "docs:apps/docs/test/site.test.ts": 115,
+  "quickstarts:apps/quickstarts/test/next.test.ts": 105,
+  "repo-checks:apps/repo-checks/test/typecheck.test.ts": 100,
+  "next15-app:apps/next15/test/next15.test.ts": 77,
+  "cloudflare:packages/cloudflare/test/conformance.test.ts": 76,
+  "quickstarts:apps/quickstarts/test/node.test.ts": 47,
+  "next-app:apps/next/test/next.test.ts": 45,
+  "redis:packages/redis/src/conformance.test.ts": 43,
+  "repo-checks:apps/repo-checks/test/check-packages.test.ts": 35,
+  "redis:packages/redis/src/client-clock-conformance.test.ts": 31,
+  "redis:packages/redis/src/state-loss.test.ts": 27,
+  "redis:packages/redis/src/admission.test.ts": 20,
+  "quickstarts:apps/quickstarts/test/workers.test.ts": 20,
+  "redis:packages/redis/src/outage.test.ts": 19,
+  "repo-checks:apps/repo-checks/test/packages.test.ts": 16,
+  "bench:apps/bench/src/http.test.ts": 16,
+  "cloudflare:packages/cloudflare/test/durable-object.test.ts": 15,
+  "cloudflare:packages/cloudflare/test/protection.test.ts": 14,
+  "playground:apps/playground/test/browser.test.ts": 12,
+  "quickstarts:apps/quickstarts/test/runtimes.test.ts": 12,
+  "redis:packages/redis/src/client-majors.test.ts": 11,
+  "bench:apps/bench/src/app-cost.test.ts": 11,
+  "quickstarts:apps/quickstarts/test/upstash-local.test.ts": 10,
+  "redis:packages/redis/src/default-timeout.test.ts": 10,
+};
+
+/** Longest first: the table above, else the last run's duration; then the larger file. */
+export class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const root = this.ctx.config.root;
+    const weigh = (spec: TestSpecification) => {
+      const path = spec.moduleId.startsWith(`${root}/`) ? spec.moduleId.slice(root.length + 1) : spec.moduleId;
+      const key = `${spec.project.name}:${path}`;
+      const listed = LONG_FILES[key];
+      const seconds = listed ?? (this.ctx.cache.getFileTestResults(key)?.duration ?? 0) / 1000;
+      let size = 0;
+      try {
+        size = statSync(spec.moduleId).size;
+      } catch {
+        // gone: weighs nothing
+      }
+      return { spec, seconds, size };
+    };
+    return files
+      .map(weigh)
+      .sort((a, b) => b.seconds - a.seconds || b.size - a.size)
+      .map((w) => w.spec);
+  }
+}
+
+export default defineConfig({
+  test: {
+    sequence: { sequencer: LongestFirstSequencer },
+  },
+});
