@@ -3,5 +3,7 @@ import { sourceConditions } from "../../vitest.shared.js";
 
 export default defineProject({
   ...sourceConditions,
-  test: { name: "next", include: ["src/**/*.test.ts", "test/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 },
+  // the unit-test lane: one worker thread that shares the modules between this project's files
+  // (threads, not isolated: see the root vitest.config.ts)
+  test: { name: "next", include: ["src/**/*.test.ts", "test/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000, pool: "threads" },
 });
