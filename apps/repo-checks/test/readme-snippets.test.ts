@@ -3,8 +3,8 @@
  * packages/*'s and apps/*'s — and of every page of the documentation site (apps/docs, but its
  * generated API reference) compiles as a user's code would, and the runnable ones run.
  *
- * The blocks are written to a throwaway project inside this package (`.snippets/`, gitignored):
- * an ES module package whose node_modules are this package's, so `@sluice/*` resolve to the
+ * The blocks are written to a project inside this package (`.snippets/project/`, gitignored): an
+ * ES module package whose node_modules are this package's, so `@sluice/*` resolve to the
  * workspace packages (their sources, through the `@sluice/source` export condition: no build
  * needed; the built types are checked by publint and attw in `check:package`) and every other
  * import to the version the workspace pins. Each block is its own file and is type-checked with
@@ -26,14 +26,20 @@
  * service (Redis, Upstash, the running demo) or serves forever; `no-check` — it cannot compile
  * alone on purpose (neither is compiled nor run). The site's contributing page says this; Workers
  * blocks are compiled only (they need workerd).
+ *
+ * Each of the six programs is incremental (compile-worker.mjs; its `.tsbuildinfo` under
+ * `node_modules/.cache/readme-snippets/`): a run checks again the blocks and the sources a change
+ * can affect, and takes the rest's diagnostics from the last run. So the project's directory stays
+ * between runs, each block's file rewritten only when the block changed (under a temporary name,
+ * then renamed: a run beside this one never reads half a file).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import ts from "typescript";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
@@ -124,15 +130,29 @@ const snippets: Snippet[] = readmes().flatMap((readme) => {
 const checked = snippets.filter((s) => !s.markers.includes("no-check"));
 const where = (s: Snippet) => `${s.readme}:${s.line}`;
 
-// A user's project: an ES module package. Its node_modules are this package's (one level up).
-mkdirSync(join(packageDir, ".snippets"), { recursive: true });
-const project = mkdtempSync(join(packageDir, ".snippets", "run-"));
-writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "readme-snippets", private: true, type: "module" }, null, 2)}\n`);
-for (const snippet of snippets) writeFileSync(join(project, snippet.file), snippet.code);
+// A user's project: an ES module package. Its node_modules are this package's (two levels up).
+const project = join(packageDir, ".snippets", "project");
+const buildInfoDir = join(rootDir, "node_modules/.cache/readme-snippets");
+mkdirSync(project, { recursive: true });
 
-afterAll(() => {
-  rmSync(project, { recursive: true, force: true });
-});
+/** Writes a file of the project unless it holds `content` already: a temporary name, then a rename. */
+function writeIfChanged(file: string, content: string): void {
+  const path = join(project, file);
+  try {
+    if (readFileSync(path, "utf8") === content) return;
+  } catch {
+    // not there yet
+  }
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, content);
+  renameSync(temporary, path);
+}
+
+writeIfChanged("package.json", `${JSON.stringify({ name: "readme-snippets", private: true, type: "module" }, null, 2)}\n`);
+for (const snippet of snippets) writeIfChanged(snippet.file, snippet.code);
+// the files of blocks that are gone
+const current = new Set(snippets.map((s) => s.file));
+for (const file of readdirSync(project)) if (file.endsWith(".ts") && !current.has(file)) rmSync(join(project, file), { force: true });
 
 const base: ts.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
@@ -175,11 +195,15 @@ const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
   ["Workers (the quick start's tsconfig.json: ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", {}],
 ];
 
-/** Type-checks the blocks as one program, in a worker thread (compile-worker.mjs): its diagnostics, at the Markdown's lines. */
-async function compile(files: Snippet[], options: ts.CompilerOptions): Promise<string[]> {
+/**
+ * Type-checks the blocks as one program, in a worker thread (compile-worker.mjs), its incremental
+ * state kept as `<name>.tsbuildinfo`: its diagnostics, at the Markdown's lines.
+ */
+async function compile(name: string, files: Snippet[], options: ts.CompilerOptions): Promise<string[]> {
   const byFile = new Map(files.map((s) => [join(project, s.file), s]));
+  const buildInfo = join(buildInfoDir, `${name.replace(/[^\w]+/g, "-")}.tsbuildinfo`);
   const worker = new Worker(new URL("./compile-worker.mjs", import.meta.url), {
-    workerData: { rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project },
+    workerData: { rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project, buildInfo },
   });
   try {
     const diagnostics = await new Promise<{ file: string | undefined; line: number; message: string }[]>((resolve, reject) => {
@@ -232,7 +256,7 @@ describe("TypeScript blocks of the READMEs and the site", () => {
           expect(options.types).toEqual(["@cloudflare/workers-types"]);
           expect(options.moduleResolution).toBe(moduleName === "nodenext" ? ts.ModuleResolutionKind.NodeNext : ts.ModuleResolutionKind.Bundler);
         }
-        expect(await compile(files, options)).toEqual([]);
+        expect(await compile(`${moduleName} ${environmentName.split(" (")[0]}`, files, options)).toEqual([]);
       });
     }
   }
