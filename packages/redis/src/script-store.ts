@@ -1,4 +1,4 @@
-import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "@sluice/core";
+import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
   type ControlResult,
@@ -319,17 +319,6 @@ class ScriptBinding implements BoundStore {
   }
 }
 
-
-/** A value, briefly, for an error message (as core's messages show it). */
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") return String(value);
-  if (value === null) return "null";
-  if (value === undefined) return "undefined";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "function") return "a function";
-  return "an object";
-}
 
 /** Whether the first `length` entries of `reply` are safe integers. */
 function numbersUpTo(reply: unknown[], length: number): boolean {
