@@ -28,10 +28,10 @@
  * blocks are compiled only (they need workerd).
  *
  * Each of the six programs is incremental (compile-worker.mjs; its `.tsbuildinfo` under
- * `node_modules/.cache/readme-snippets/`): a run checks again the blocks and the sources a change
- * can affect, and takes the rest's diagnostics from the last run. So the project's directory stays
- * between runs, each block's file rewritten only when the block changed (under a temporary name,
- * then renamed: a run beside this one never reads half a file).
+ * `node_modules/.cache/readme-snippets/`, see build-info.ts): a run checks again the blocks and the
+ * sources a change can affect, and takes the rest's diagnostics from the last run. So the project's
+ * directory stays between runs, each block's file rewritten only when the block changed (under a
+ * temporary name, then renamed: a run beside this one never reads half a file).
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +40,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { buildInfoPath, withBuildInfo } from "./build-info.js";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
@@ -132,7 +133,6 @@ const where = (s: Snippet) => `${s.readme}:${s.line}`;
 
 // A user's project: an ES module package. Its node_modules are this package's (two levels up).
 const project = join(packageDir, ".snippets", "project");
-const buildInfoDir = join(rootDir, "node_modules/.cache/readme-snippets");
 mkdirSync(project, { recursive: true });
 
 /** Writes a file of the project unless it holds `content` already: a temporary name, then a rename. */
@@ -201,26 +201,27 @@ const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
  */
 async function compile(name: string, files: Snippet[], options: ts.CompilerOptions): Promise<string[]> {
   const byFile = new Map(files.map((s) => [join(project, s.file), s]));
-  const buildInfo = join(buildInfoDir, `${name.replace(/[^\w]+/g, "-")}.tsbuildinfo`);
-  const worker = new Worker(new URL("./compile-worker.mjs", import.meta.url), {
-    workerData: { rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project, buildInfo },
+  const diagnostics = await withBuildInfo(buildInfoPath("readme-snippets", name), async (buildInfo) => {
+    const worker = new Worker(new URL("./compile-worker.mjs", import.meta.url), {
+      workerData: { rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project, buildInfo },
+    });
+    try {
+      return await new Promise<{ file: string | undefined; line: number; message: string }[]>((resolve, reject) => {
+        worker.once("message", resolve);
+        worker.once("error", reject);
+        worker.once("exit", (code) => reject(new Error(`the compile worker exited with code ${code}`)));
+      });
+    } finally {
+      await worker.terminate();
+    }
   });
-  try {
-    const diagnostics = await new Promise<{ file: string | undefined; line: number; message: string }[]>((resolve, reject) => {
-      worker.once("message", resolve);
-      worker.once("error", reject);
-      worker.once("exit", (code) => reject(new Error(`the compile worker exited with code ${code}`)));
-    });
-    return diagnostics.map(({ file, line, message }) => {
-      if (file === undefined) return message;
-      const snippet = byFile.get(file);
-      // a block's line n is the Markdown's line (fence + n)
-      const at = snippet === undefined ? `${relative(rootDir, file)}:${line + 1}` : `${snippet.readme}:${snippet.line + line + 1}`;
-      return `${at}: ${message}`;
-    });
-  } finally {
-    await worker.terminate();
-  }
+  return diagnostics.map(({ file, line, message }) => {
+    if (file === undefined) return message;
+    const snippet = byFile.get(file);
+    // a block's line n is the Markdown's line (fence + n)
+    const at = snippet === undefined ? `${relative(rootDir, file)}:${line + 1}` : `${snippet.readme}:${snippet.line + line + 1}`;
+    return `${at}: ${message}`;
+  });
 }
 
 describe("TypeScript blocks of the READMEs and the site", () => {

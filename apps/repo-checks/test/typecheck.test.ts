@@ -5,23 +5,22 @@
  * than before Vitest so that the compilers share the machine with the tests that mostly wait (on
  * servers, builds and child processes) instead of running first, one after another.
  *
- * Each program keeps TypeScript's incremental state (`--incremental`, the `.tsbuildinfo` under
- * `node_modules/.cache/typecheck/`): a run after a change checks again what the change can affect
- * and reads the rest's diagnostics from the last run, so an unchanged program costs its parse
- * (about a quarter of a full check). The state is written under a name of this process's own and
- * then renamed over the kept one, so two runs at once never read half a file.
+ * Each program keeps TypeScript's incremental state (`--incremental`, its `.tsbuildinfo` under
+ * `node_modules/.cache/typecheck/`, see build-info.ts): a run after a change checks again what the
+ * change can affect and reads the other files' diagnostics from the last run; an unchanged program
+ * costs the compiler's start and the reading of its files' hashes.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { buildInfoPath, withBuildInfo } from "./build-info.js";
 
 const run = promisify(execFile);
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
 const tsc = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
-const cacheDir = join(rootDir, "node_modules/.cache/typecheck");
 
 /** The programs `pnpm run typecheck` compiles, in its order (package.json's script). */
 const PROJECTS = ["packages/core", "tsconfig.json", "packages/cloudflare", "apps/worker"];
@@ -33,20 +32,12 @@ describe("typecheck", () => {
   });
 
   it.each(PROJECTS)("%s compiles without an error", async (project) => {
-    mkdirSync(cacheDir, { recursive: true });
-    const kept = join(cacheDir, `${project.replace(/[^\w]+/g, "-")}.tsbuildinfo`);
-    const own = `${kept}.${process.pid}`;
-    if (existsSync(kept)) copyFileSync(kept, own);
-    const args = [tsc, "-p", project, "--noEmit", "--incremental", "--tsBuildInfoFile", own];
-    try {
-      const result = await run(process.execPath, args, { cwd: rootDir, maxBuffer: 64 * 1024 * 1024 }).then(
+    const result = await withBuildInfo(buildInfoPath("typecheck", project), (buildInfo) =>
+      run(process.execPath, [tsc, "-p", project, "--noEmit", "--incremental", "--tsBuildInfoFile", buildInfo], { cwd: rootDir, maxBuffer: 64 * 1024 * 1024 }).then(
         () => "",
         (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ""}${error.stderr ?? ""}` || String(error),
-      );
-      if (existsSync(own)) renameSync(own, kept);
-      expect(result).toBe("");
-    } finally {
-      rmSync(own, { force: true });
-    }
+      ),
+    );
+    expect(result).toBe("");
   });
 });
