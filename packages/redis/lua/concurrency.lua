@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 3d5dbccce6830ab8b58050d12d144eb74d73c0d6; below this header, the script byte for byte)
+-- (EVALSHA f6bed15a758f2ec0a1ec4d00a397ee5336c9ce74; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -187,11 +187,18 @@ local function cc1_decide(c)
     end
     return 1, cc1_limit - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000))
   end
-  -- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release)
+  -- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release);
+  -- with more leases held than the quota (an override that ended), once the surplus and one more have expired
   if #cc1_expires == 0 then return 0, cc1_limit, now_ms, 0, 0, now_ms end
   local earliest = math.huge
   for j = 1, #cc1_expires do
     if cc1_expires[j] < earliest then earliest = cc1_expires[j] end
+  end
+  if #cc1_expires > cc1_limit then
+    local sorted = {}
+    for j = 1, #cc1_expires do sorted[j] = cc1_expires[j] end
+    table.sort(sorted)
+    earliest = sorted[#cc1_expires - cc1_limit + 1]
   end
   local wait = math.min(1000, ceil((earliest - now_us) / 1000))
   return 0, max(0, cc1_limit - #cc1_expires), ceil(cc1_latest / 1000), wait, 0, now_ms + wait

@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA dbc752470edfe107229ca400e18070c51ae1eed7; below this header, the script byte for byte)
+-- (EVALSHA 344ae97f2f35d01948307ce3929b7bbaabd54698; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -191,7 +191,7 @@ if pass then
   end
   local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
   local tb3_refill_at = now_ms
-  if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / tb3_t) + 1) * tb3_t - tb3_diff) / 1000) end
+  if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil((max((floor(tb3_diff / tb3_t) + 1) * tb3_t, tb3_t) - tb3_diff) / 1000) end
   return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat, override }
 end
 
@@ -284,14 +284,14 @@ local function tb3_decide(c)
   if c <= tb3_max and now_us - (tb3_new_tat - tb3_bt) >= 0 then
     local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
     local tb3_refill_at = now_ms
-    if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil(((floor(tb3_diff / tb3_t) + 1) * tb3_t - tb3_diff) / 1000) end
+    if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil((max((floor(tb3_diff / tb3_t) + 1) * tb3_t, tb3_t) - tb3_diff) / 1000) end
     return 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at
   end
   -- denied: the credit now (µs) says what is left; the same cost passes once the credit after it
   -- (now - (new_tat - burst*T)) reaches 0
   local credit = now_us - tat + tb3_bt
   local refill_at = now_ms
-  if credit < tb3_bt then refill_at = now_ms + ceil(((floor(credit / tb3_t) + 1) * tb3_t - credit) / 1000) end
+  if credit < tb3_bt then refill_at = now_ms + ceil((max((floor(credit / tb3_t) + 1) * tb3_t, tb3_t) - credit) / 1000) end
   if c > tb3_max then return 0, max(0, floor(credit / tb3_t)), ceil(tat / 1000), -1, 0, refill_at end
   return 0, max(0, floor(credit / tb3_t)), ceil(tat / 1000), ceil((tb3_new_tat - tb3_bt - now_us) / 1000), 0, refill_at
 end

@@ -150,6 +150,27 @@ export function testOverrides(hooks: InvariantHooks): void {
       expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, limit: 3, remaining: 0, resetAt: 2100 });
     });
 
+    it("slidingLog holding more than its quota once an override ends: the quota grows when the surplus has left, not at the oldest entry", async () => {
+      // limit 2 × 3 = 6 until 200; at 300 the log holds 6 units against a quota of 2, so a unit is
+      // free again only once the entries holding 5 of them have left: the last one, at 1180
+      const l = hooks.limiter([slidingLog({ limit: 2, window: "1s", name: "log" })]);
+      at(0);
+      await l.setOverride("k", { scale: 3 }, { ttl: 200 });
+      for (const t of [100, 150, 180]) {
+        at(t);
+        expect((await l.limit("k", { cost: 2 })).allowed).toBe(true);
+      }
+      at(300);
+      const denied = await l.limit("k");
+      expect(brief(denied)).toEqual({ allowed: false, limit: 2, remaining: 0, resetAt: 1180, retryAfterMs: 880, delayMs: 0, reason: "limit" });
+      expect(denied.policies[0]!.refillAt - hooks.t0).toBe(1180);
+      expect((await l.peek("k")).policies[0]!.refillAt - hooks.t0).toBe(1180);
+      at(1179);
+      expect((await l.limit("k")).allowed).toBe(false);
+      at(1180);
+      expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, limit: 2, remaining: 1 });
+    });
+
     it("tokenBucket: capacity and rate × scale (4 per 2/s × 2.5: 10 tokens, one per 200 ms)", async () => {
       // T = 500,000 µs; T' = ceil(500,000 × 4 / 10) = 200,000 µs
       const l = hooks.limiter([tokenBucket({ capacity: 4, refillRate: 2, name: "burst" })]);
@@ -185,6 +206,28 @@ export function testOverrides(hooks: InvariantHooks): void {
       expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, delayMs: 300 });
     });
 
+    it("a bucket deeper than its lowered burst and queue gains its first unit when the depth is back within them, not at the next drip", async () => {
+      // burst 3 + queue 1, a drop per 100 ms, filled at 0 (TAT 400 ms); { scale: 0.5 }: burst 1,
+      // no queue (floor(1 × 1 / 3)), a drop per 300 ms: 100 ms too deep, so the first unit is back
+      // at 400 (a credit of T), not at 100 (the next multiple of T)
+      const l = hooks.limiter([leakyBucket({ rate: 10, period: "1s", burst: 3, queue: 1, name: "shaper" })]);
+      at(0);
+      expect((await burst(l, "k", 4)).map((d) => [d.allowed, d.delayMs])).toEqual([
+        [true, 0],
+        [true, 0],
+        [true, 0],
+        [true, 100],
+      ]);
+      await l.setOverride("k", { scale: 0.5 });
+      const denied = await l.limit("k");
+      expect(brief(denied)).toEqual({ allowed: false, limit: 1, remaining: 0, resetAt: 400, retryAfterMs: 400, delayMs: 0, reason: "limit" });
+      expect(denied.policies[0]!.refillAt - hooks.t0).toBe(400);
+      at(399);
+      expect((await l.limit("k")).allowed).toBe(false);
+      at(400);
+      expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, limit: 1, remaining: 0, delayMs: 0 });
+    });
+
     it("concurrency: slots × scale (2 × 1.5 = 3); a release frees one", async () => {
       const l = hooks.limiter([concurrency({ limit: 2, name: "exports" })]);
       at(0);
@@ -198,6 +241,26 @@ export function testOverrides(hooks: InvariantHooks): void {
       ]);
       await l.release("k", held[0]!);
       expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, limit: 3, remaining: 0 });
+    });
+
+    it("concurrency holding more leases than its quota once an override is cleared: a slot is back when the surplus and one more have expired", async () => {
+      // 2 × 2 = 4 leases of 1 s taken at 0, 10, 20, 30; cleared at 40: 4 held against 2, so the
+      // third expiry (1020) frees a slot under the quota, not the first (1000)
+      const l = hooks.limiter([concurrency({ limit: 2, lease: "1s", name: "exports" })]);
+      await l.setOverride("k", { scale: 2 });
+      for (const t of [0, 10, 20, 30]) {
+        at(t);
+        expect((await l.limit("k")).allowed).toBe(true);
+      }
+      at(40);
+      await l.clearOverride("k");
+      const denied = await l.limit("k");
+      expect(brief(denied)).toEqual({ allowed: false, limit: 2, remaining: 0, resetAt: 1030, retryAfterMs: 980, delayMs: 0, reason: "limit" });
+      expect(denied.policies[0]!.refillAt - hooks.t0).toBe(1020);
+      at(1019);
+      expect((await l.limit("k")).allowed).toBe(false);
+      at(1020);
+      expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, limit: 2, remaining: 0 });
     });
   });
 

@@ -53,12 +53,14 @@ export function ceilRatioSeconds(count: number, spanMs: number, amount: number):
 /**
  * When the next unit drips back. `credit` (µs) is `now - tat + burst × T` for the state after the
  * request: a unit (a token, or a place in the queue) is added each time it reaches the next
- * multiple of `T`; at `burst × T` the bucket is full and nothing more comes (`now`).
+ * multiple of `T`; at `burst × T` the bucket is full and nothing more comes (`now`). A bucket
+ * deeper than its burst and queue (filled under a larger quota: an override that ended) gains its
+ * first unit only when the credit is back to `T - queue × T`, not at the next multiple of `T`.
  */
-function refillAt(nowUs: number, credit: number, full: number, T: number): number {
+function refillAt(nowUs: number, credit: number, full: number, T: number, queueT: number): number {
   const nowMs = Math.floor(nowUs / 1000);
   if (credit >= full) return nowMs;
-  return nowMs + Math.ceil(((Math.floor(credit / T) + 1) * T - credit) / 1000);
+  return nowMs + Math.ceil((Math.max((Math.floor(credit / T) + 1) * T, T - queueT) - credit) / 1000);
 }
 
 function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, write: boolean): PolicyResult {
@@ -72,19 +74,19 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
     const diff = nowUs - (newTat - burst * T);
     if (diff >= 0) {
       if (write) num[off] = newTat;
-      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, refillAt(nowUs, diff, burst * T, T));
+      return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     if (diff >= -queue * T) {
       if (write) num[off] = newTat;
-      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), refillAt(nowUs, diff, burst * T, T));
+      return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     const credit = nowUs - tat + burst * T;
     const remaining = Math.max(0, Math.floor(credit / T));
-    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0, refillAt(nowUs, credit, burst * T, T));
+    return result(policy, false, remaining, Math.ceil(tat / 1000), Math.ceil((-diff - queue * T) / 1000), 0, refillAt(nowUs, credit, burst * T, T, queue * T));
   }
   const credit = nowUs - tat + burst * T;
   const remaining = Math.max(0, Math.floor(credit / T));
-  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0, refillAt(nowUs, credit, burst * T, T));
+  return result(policy, false, remaining, Math.ceil(tat / 1000), Infinity, 0, refillAt(nowUs, credit, burst * T, T, queue * T));
 }
 
 /**

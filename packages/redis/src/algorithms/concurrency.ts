@@ -51,9 +51,16 @@ local ${p}_new_leases`,
       // the earliest expiry, the new lease's included
       allowed: earliest(`${p}_earliest`, `now_us + ${leaseUs}`),
       values: () => `1, ${L} - #${p}_expires - 1, ceil(max(${p}_latest, now_us + ${leaseUs}) / 1000), 0, 0, now_ms + ${wait(`${p}_earliest`)}`,
-      denied: () => `-- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release)
+      denied: () => `-- denied (or asked for the state now): a slot frees at the earliest expiry, or before it (a release);
+-- with more leases held than the quota (an override that ended), once the surplus and one more have expired
 if #${p}_expires == 0 then return 0, ${L}, now_ms, 0, 0, now_ms end
 ${earliest("earliest", "math.huge")}
+if #${p}_expires > ${L} then
+  local sorted = {}
+  for j = 1, #${p}_expires do sorted[j] = ${p}_expires[j] end
+  table.sort(sorted)
+  earliest = sorted[#${p}_expires - ${L} + 1]
+end
 local wait = ${wait("earliest")}
 return 0, max(0, ${L} - #${p}_expires), ceil(${p}_latest / 1000), wait, 0, now_ms + wait`,
       prepare: `do

@@ -30,10 +30,12 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
       const QT = `${p}_qt`;
       const MAX = `${p}_max`;
       // `credit` (µs) is now - tat + burst*T, a full bucket's being burst*T: the units left, and when
-      // (ms) the next one drips back (now if full), in `out`
+      // (ms) the next one drips back (now if full), in `out`; a bucket deeper than burst + queue (an
+      // override that ended) gains its first unit at a credit of T - queue*T
       const units = (credit: string) => `floor(${credit} / ${T})`;
+      const first = queued ? `${T} - ${QT}` : T;
       const refill = (out: string, credit: string) => `local ${out} = now_ms
-if ${credit} < ${BT} then ${out} = now_ms + ceil(((${units(credit)} + 1) * ${T} - ${credit}) / 1000) end`;
+if ${credit} < ${BT} then ${out} = now_ms + ceil((max((${units(credit)} + 1) * ${T}, ${first}) - ${credit}) / 1000) end`;
       return {
         describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${int(policy.emissionIntervalUs)} µs; stored: the theoretical arrival time "tat" (µs)`,
         read: `local ${p}_tat = tonumber(${stored})

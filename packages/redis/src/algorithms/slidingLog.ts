@@ -52,12 +52,21 @@ end`,
       // the oldest entry in the window (none: now) sets when the quota next grows
       allowed: `local ${p}_refill_at = now_ms + ${leaves(`(${p}_times[${p}_first_live] or now_us)`)}`,
       values: (c) => `1, ${L} - ${p}_used - ${c}, ceil((now_us + ${Wus}) / 1000), 0, 0, ${p}_refill_at`,
-      denied: (c) => `-- denied: the log is empty again when its newest entry leaves the window, the quota grows when its
--- oldest does, and the same cost passes once enough of the oldest entries have left
+      denied: (c) => `-- denied: the log is empty again when its newest entry leaves the window, the quota grows when the
+-- oldest entries holding more than limit - 1 units have (its oldest, unless the log holds more than
+-- the quota: counts made under an override that ended), and the same cost passes once enough of the
+-- oldest entries have left
 local reset_at, refill_at = ceil(now_us / 1000), now_ms
 if first <= n then
   reset_at = ceil((times[n] + ${Wus}) / 1000)
-  refill_at = now_ms + ${leaves("times[first]")}
+  local surplus, gone = max(1, used - ${L} + 1), 0
+  for j = first, n do
+    gone = gone + costs[j]
+    if gone >= surplus then
+      refill_at = now_ms + ${leaves("times[j]")}
+      break
+    end
+  end
 end
 if ${c} > ${L} then return 0, max(0, ${L} - used), reset_at, -1, 0, refill_at end
 local need = used + ${c} - ${L}

@@ -64,10 +64,17 @@ class ConcurrencyModel implements Model {
       resetAt: live.length === 0 ? nowMs : Math.max(...live.map((l) => l.expires)),
     };
   }
-  /** A slot may free at the earliest expiry, or any time before through a release: at most a second away. */
+  /**
+   * A slot may free when enough leases have expired for one to be under the limit (the earliest,
+   * unless more are held than the limit: taken under a larger quota), or any time before through a
+   * release: at most a second away.
+   */
   refillAt(nowMs: number) {
     const live = this.live(nowMs);
-    return live.length === 0 ? nowMs : nowMs + Math.min(CONCURRENCY_RETRY_MS, Math.min(...live.map((l) => l.expires)) - nowMs);
+    if (live.length === 0) return nowMs;
+    const expiries = live.map((l) => l.expires).sort((a, b) => a - b);
+    const frees = expiries[Math.max(0, live.length - this.policy.limit)]!;
+    return nowMs + Math.min(CONCURRENCY_RETRY_MS, frees - nowMs);
   }
 }
 

@@ -53,7 +53,8 @@ export interface ConcurrencyOptions {
  * all or nothing: a request a rate policy denies acquires no lease, and one the concurrency policy
  * denies consumes no rate units. A request takes one slot whatever its `cost`. A denial's
  * `retryAfterMs` is 1 s, or the earliest lease expiry when that is sooner (a release may come at
- * any moment, so no exact retry time exists). It takes no `block` (a `SluiceConfigError`): a
+ * any moment, so no exact retry time exists); with more leases held than the limit (taken under a
+ * larger quota that an override gave and took back), the expiry that frees a slot under it. It takes no `block` (a `SluiceConfigError`): a
  * concurrency denial ends as soon as a request finishes; put the penalty box on a rate policy.
  *
  * @example
@@ -84,6 +85,18 @@ export const CONCURRENCY_RETRY_MS = 1000;
 /** Ms until a slot may free: the earliest expiry (rounded up), at most {@link CONCURRENCY_RETRY_MS}. */
 function slotWaitMs(earliestUs: number, nowUs: number): number {
   return Math.min(CONCURRENCY_RETRY_MS, Math.ceil((earliestUs - nowUs) / 1000));
+}
+
+/**
+ * The `n`-th earliest expiry among the live leases: with more leases held than the quota (taken
+ * under a larger one: an override that ended or was lowered), a slot is free again only once the
+ * surplus and one more have expired.
+ */
+function nthExpiry(leases: readonly number[], nowUs: number, n: number): number {
+  const live: number[] = [];
+  for (let i = 0; i < leases.length; i += 2) if ((leases[i] as number) > nowUs) live.push(leases[i] as number);
+  live.sort((a, b) => a - b);
+  return live[n - 1] as number;
 }
 
 /** Drops the expired `[expires, id]` pairs of a lease list in place, keeping the order. */
@@ -147,7 +160,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
       const first = Math.min(earliest, expires);
       return result(policy, true, limit - live - 1, Math.ceil(Math.max(latest, expires) / 1000), 0, 0, nowMs + slotWaitMs(first, nowUs));
     }
-    const wait = live === 0 ? 0 : slotWaitMs(earliest, nowUs);
+    const wait = live === 0 ? 0 : slotWaitMs(live < limit + 1 ? earliest : nthExpiry(leases as number[], nowUs, live - limit + 1), nowUs);
     return result(policy, false, Math.max(0, limit - live), live === 0 ? nowMs : Math.ceil(latest / 1000), wait, 0, nowMs + wait);
   },
 

@@ -84,7 +84,21 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
         }
       }
     }
-    const refillAt = start < n ? nowMs + Math.ceil((((entries as number[])[start] as number) + windowUs - nowUs) / 1000) : nowMs;
+    // the quota grows (a cost of remaining + 1 passes) once the oldest entries holding more than
+    // limit - 1 units have left: the first one, unless the log holds more than the quota (counts
+    // made under a larger one, an override that ended)
+    let refillAt = nowMs;
+    if (start < n) {
+      const surplus = Math.max(1, sum - limit + 1);
+      let freed = 0;
+      for (let i = start; i < n; i += 2) {
+        freed += (entries as number[])[i + 1] as number;
+        if (freed >= surplus) {
+          refillAt = nowMs + Math.ceil((((entries as number[])[i] as number) + windowUs - nowUs) / 1000);
+          break;
+        }
+      }
+    }
     return result(policy, false, Math.max(0, limit - sum), resetAt, retryAfterMs, 0, refillAt);
   },
 
