@@ -5,9 +5,9 @@
  *
  * The blocks are written to a project inside this package (`.snippets/project/`, gitignored): an
  * ES module package whose node_modules are this package's, so `@sluice/*` resolve to the
- * workspace packages (their sources, through the `@sluice/source` export condition: no build
- * needed; the built types are checked by publint and attw in `check:package`) and every other
- * import to the version the workspace pins. Each block is its own file and is type-checked with
+ * workspace packages as a user gets them — their built `dist/` (types and code; `pnpm test` builds
+ * first), not their sources, which the type-check test checks once rather than once per program
+ * here — and every other import to the version the workspace pins. Each block is its own file and is type-checked with
  * `strict` under `"module": "nodenext"` and under `"moduleResolution": "bundler"`
  * (`"module": "esnext"`), in the environment it is written for:
  *
@@ -34,7 +34,7 @@
  * temporary name, then renamed: a run beside this one never reads half a file).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -133,6 +133,15 @@ const where = (s: Snippet) => `${s.readme}:${s.line}`;
 
 // A user's project: an ES module package. Its node_modules are this package's (two levels up).
 const project = join(packageDir, ".snippets", "project");
+
+// the blocks import the packages as users do: their built dist
+const unbuilt = readdirSync(join(rootDir, "packages")).filter((name) => {
+  const manifest = join(rootDir, "packages", name, "package.json");
+  return existsSync(manifest) && !(JSON.parse(readFileSync(manifest, "utf8")) as { private?: boolean }).private && !existsSync(join(rootDir, "packages", name, "dist"));
+});
+if (unbuilt.length > 0) {
+  throw new Error(`the READMEs' blocks import the built packages, and packages/${unbuilt.join(", packages/")} ${unbuilt.length === 1 ? "has" : "have"} no dist/: run \`pnpm run build\` at the repository root first (\`pnpm test\` does)`);
+}
 mkdirSync(project, { recursive: true });
 
 /** Writes a file of the project unless it holds `content` already: a temporary name, then a rename. */
@@ -161,7 +170,6 @@ const base: ts.CompilerOptions = {
   skipLibCheck: true,
   // a block without an import is still a module (top-level await), as the files users save are
   moduleDetection: ts.ModuleDetectionKind.Force,
-  customConditions: ["@sluice/source"],
 };
 
 const MODULE_SETTINGS: [string, ts.CompilerOptions][] = [
@@ -271,7 +279,7 @@ describe("TypeScript blocks of the READMEs and the site", () => {
     // required on ProcessEnv; this environment has none on purpose)
     const inherited = Object.entries(process.env).filter(([name]) => name !== "NODE_ENV");
     const env = { ...Object.fromEntries(inherited), NO_COLOR: "1", NEXT_TELEMETRY_DISABLED: "1" } as unknown as NodeJS.ProcessEnv;
-    const child = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", snippet.file], {
+    const child = spawn(process.execPath, ["--import", "tsx", snippet.file], {
       cwd: project,
       env,
       stdio: ["ignore", "pipe", "pipe"],
