@@ -169,13 +169,16 @@ describe("the demo process", () => {
     expect(second.status).toBe(429);
     await second.arrayBuffer();
     expect((await admin("overrides", { key, override: null })).status).toBe(200);
+    // the bucket keeps its depth as time: the request under a burst of 1 left it empty (a token
+    // back after 20 ms), so what follows runs { unlimited: true }, which a block still beats
+    expect((await admin("overrides", { key, override: { unlimited: true } })).status).toBe(200);
 
     const block = await admin("blocks", { key, duration: "1h" });
     expect(await block.json()).toMatchObject({ key, blocked: true, retryAfter: 3600 });
     const blocked = await api("/api/quote", "enterprise-demo-key");
     expect([blocked.status, blocked.headers.get("retry-after")]).toEqual([429, "3600"]);
     await blocked.arrayBuffer();
-    expect(await (await api("/api/whoami", "enterprise-demo-key")).json()).toMatchObject({ override: null, rateLimit: { reason: "blocked" } });
+    expect(await (await api("/api/whoami", "enterprise-demo-key")).json()).toMatchObject({ override: { unlimited: true }, rateLimit: { reason: "blocked" } });
     expect(await (await admin("blocks", { key, unblock: true })).json()).toMatchObject({ blocked: false });
     expect((await api("/api/quote", "enterprise-demo-key")).status).toBe(200);
 
@@ -188,7 +191,10 @@ describe("the demo process", () => {
     expect(bad.status).toBe(400);
     // JSON has no NaN: it arrives as null
     expect(await bad.json()).toMatchObject({ status: 400, option: "override.scale", detail: "[sluice] override.scale must be a positive finite number; got null" });
+    // nothing stored changed
+    expect(await (await api("/api/whoami", "enterprise-demo-key")).json()).toMatchObject({ override: { unlimited: true }, rateLimit: { reason: "ok" } });
     expect((await api("/api/quote", "enterprise-demo-key")).status).toBe(200);
+    expect((await admin("overrides", { key, override: null })).status).toBe(200);
   });
 });
 
