@@ -124,7 +124,8 @@ describe("the documentation site", () => {
     expect(broken).toEqual([]);
     const checked = result.links.filter((link) => link.state === LinkState.OK);
     expect(checked.length).toBeGreaterThan(300);
-  });
+    // ~10 s alone; minutes on a loaded machine (every page and asset over HTTP, fragments parsed)
+  }, 240_000);
 
   describe("in headless Chromium", () => {
     let browser: Browser;
