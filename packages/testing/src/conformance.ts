@@ -63,12 +63,29 @@ export interface TestStoreOptions {
 }
 
 
+/**
+ * `SLUICE_PROPERTY_RUNS=<n>` in the environment: every property of the suite runs `n` times, on
+ * every store (a deeper search than the suite's own counts, by hand: the reference-model and
+ * invariant properties found the over-quota refill times with a few hundred runs where the suite's
+ * 40–60 rarely do), with limits long enough for it. Unset: the counts each store asks for.
+ */
+function deepRuns(): number | undefined {
+  const given = typeof process === "undefined" ? undefined : process.env.SLUICE_PROPERTY_RUNS;
+  if (given === undefined || given === "") return undefined;
+  const n = Number(given);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`SLUICE_PROPERTY_RUNS must be a positive whole number of runs; got ${JSON.stringify(given)}`);
+  return n;
+}
+
 /** Registers the conformance suite for one store. */
 export function testStore(options: TestStoreOptions): void {
   const clock = { now: T0 };
   let store: Store;
   const failures: unknown[] = [];
-  const timeout = options.timeoutMs ?? 20_000;
+  const deep = deepRuns();
+  // a deep run's properties take minutes: the limits are then there for a hung store only
+  const timeout = deep === undefined ? (options.timeoutMs ?? 20_000) : Math.max(options.timeoutMs ?? 20_000, 30 * 60_000);
+  const runs = (n: number) => deep ?? n;
   // a store call gets the test's budget, not the production default (1 s): on a loaded machine a
   // slow answer must not fail the suite, while a hung store still fails it with a store error
   const storeTimeoutMs = Math.floor(timeout / 2);
@@ -568,7 +585,7 @@ export function testStore(options: TestStoreOptions): void {
               }
             },
           ),
-          { numRuns: options.numRuns ?? 60 },
+          { numRuns: runs(options.numRuns ?? 60) },
         );
       });
     });
@@ -899,7 +916,7 @@ export function testStore(options: TestStoreOptions): void {
               }
             },
           ),
-          { numRuns: options.numRuns ?? 60 },
+          { numRuns: runs(options.numRuns ?? 60) },
         );
       });
 
@@ -997,7 +1014,7 @@ export function testStore(options: TestStoreOptions): void {
               }
             },
           ),
-          { numRuns: Math.max(1, Math.ceil((options.numRuns ?? 60) / 2)) },
+          { numRuns: runs(Math.max(1, Math.ceil((options.numRuns ?? 60) / 2))) },
         );
       });
     });
@@ -1011,7 +1028,7 @@ export function testStore(options: TestStoreOptions): void {
         clock.now = ms;
       },
       t0: T0,
-      numRuns: options.invariantRuns ?? options.numRuns ?? 60,
+      numRuns: runs(options.invariantRuns ?? options.numRuns ?? 60),
       storeTimeoutMs,
     };
     describe("invariants", () => {
