@@ -60,10 +60,11 @@ describe("HTTP bench", () => {
       expect(r.cpuUsPerRequest).toBeGreaterThan(0);
       expect(r.rpsVsBare.rounds).toBe(2);
       if (r.name === SLUICE_DENIED) {
-        // its first 100 requests pass: on a slow machine the warm-up may not have spent them all
+        // each of its two server processes (alternate rounds) passes its first 100 requests: on a
+        // slow machine the warm-up may not have spent them all, in either
         expect(Object.keys(r.statusCodes).sort()).toEqual(expect.arrayContaining(["429"]));
         expect(Object.keys(r.statusCodes).every((code) => code === "200" || code === "429")).toBe(true);
-        expect(r.statusCodes["200"] ?? 0).toBeLessThanOrEqual(100);
+        expect(r.statusCodes["200"] ?? 0).toBeLessThanOrEqual(200);
       } else expect(Object.keys(r.statusCodes)).toEqual(["200"]);
     }
     const ietf = scenario?.rows[1];

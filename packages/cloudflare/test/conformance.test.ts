@@ -19,6 +19,8 @@ testStore({
   numRuns: 40,
   // each call is an HTTP request into workerd and an RPC to the object
   invariantRuns: 20,
+  // a few hundred calls per test: seconds alone, up to ~20 s on a loaded 2-core machine
+  timeoutMs: 90_000,
 });
 
 let sharded: StartedWorker | undefined;
@@ -34,4 +36,5 @@ testStore({
   },
   numRuns: 10,
   invariantRuns: 8,
+  timeoutMs: 90_000,
 });
