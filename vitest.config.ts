@@ -70,17 +70,15 @@ export class LongestFirstSequencer extends BaseSequencer {
 }
 
 /**
- * The shared-module lane. The projects whose files are many, or import much and start their own
- * servers (core, hono, next, client, otel, and redis, testing, demo, cloudflare: `pool: "threads"`
- * in their configs), run in two worker threads beside the forks that run everything else
- * (`--maxWorkers`), and their files share the modules they import, project by project (Vitest
- * starts the threads afresh between projects): a fresh process per file costed them more than
- * many of their tests (the five unit projects: about 90 s of CPU as forks, 54 s here; redis,
- * testing, demo and cloudflare: ~250 s as forks, ~180 s here). Each file still gets its own test
+ * The unit-test lane. The projects whose files are many and short and start no service of their own
+ * (core, hono, next, client, otel: `pool: "threads"` in their configs) run in one worker thread,
+ * beside the forks that run everything else (`--maxWorkers`), and their files share the modules
+ * they import, project by project: a fresh process per file costed them more than their tests
+ * (about 90 s of CPU for five projects, 54 s in this lane). Each file still gets its own test
  * state (hooks, mocks, fake timers are per file); what it must not do is rely on a module being
- * evaluated afresh for it, or leave a fake timer, a server or a global setting behind.
+ * evaluated afresh for it.
  */
-const UNIT_LANE = { isolate: false, maxThreads: 2, minThreads: 1 };
+const UNIT_LANE = { isolate: false, maxThreads: 1, minThreads: 1 };
 
 export default defineConfig({
   test: {

@@ -5,8 +5,6 @@ export default defineProject({
   ...sourceConditions,
   test: {
     name: "cloudflare",
-    // the unit-test lane (see the root vitest.config.ts): one worker thread, modules shared
-    pool: "threads",
     // Node-side tests: each starts workerd through Miniflare and sends it real requests
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

@@ -3,5 +3,5 @@ import { sourceConditions } from "../../vitest.shared.js";
 
 export default defineProject({
   ...sourceConditions,
-  test: { name: "testing", pool: "threads", include: ["src/**/*.test.ts"] },
+  test: { name: "testing", include: ["src/**/*.test.ts"] },
 });
