@@ -54,8 +54,9 @@ export interface ConcurrencyOptions {
  * denies consumes no rate units. A request takes one slot whatever its `cost`. A denial's
  * `retryAfterMs` is 1 s, or the earliest lease expiry when that is sooner (a release may come at
  * any moment, so no exact retry time exists); with more leases held than the limit (taken under a
- * larger quota that an override gave and took back), the expiry that frees a slot under it. It takes no `block` (a `SluiceConfigError`): a
- * concurrency denial ends as soon as a request finishes; put the penalty box on a rate policy.
+ * larger quota that an override gave and took back), the expiry that frees a slot under it. It
+ * takes no `block` (a `SluiceConfigError`): a concurrency denial ends as soon as a request
+ * finishes; put the penalty box on a rate policy.
  *
  * @example
  * ```ts
@@ -160,7 +161,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
       const first = Math.min(earliest, expires);
       return result(policy, true, limit - live - 1, Math.ceil(Math.max(latest, expires) / 1000), 0, 0, nowMs + slotWaitMs(first, nowUs));
     }
-    const wait = live === 0 ? 0 : slotWaitMs(live < limit + 1 ? earliest : nthExpiry(leases as number[], nowUs, live - limit + 1), nowUs);
+    const wait = live === 0 ? 0 : slotWaitMs(live <= limit ? earliest : nthExpiry(leases as number[], nowUs, live - limit + 1), nowUs);
     return result(policy, false, Math.max(0, limit - live), live === 0 ? nowMs : Math.ceil(latest / 1000), wait, 0, nowMs + wait);
   },
 

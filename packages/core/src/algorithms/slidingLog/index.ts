@@ -26,6 +26,17 @@ export function slidingLog(options: WindowOptions): SlidingLogPolicy {
   return windowPolicy("slidingLog", options);
 }
 
+/** Ms until the oldest entries (from `start`) holding `units` units have left the window; `undefined` if they hold fewer. */
+function msUntilFreed(entries: number[] | undefined, start: number, units: number, windowUs: number, nowUs: number): number | undefined {
+  if (entries === undefined) return undefined;
+  let freed = 0;
+  for (let i = start; i < entries.length; i += 2) {
+    freed += entries[i + 1] as number;
+    if (freed >= units) return Math.ceil(((entries[i] as number) + windowUs - nowUs) / 1000);
+  }
+  return undefined;
+}
+
 export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
   ...windowParts(slidingLog),
   kind: "slidingLog",
@@ -71,34 +82,12 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
     }
     const newest = start < n ? ((entries as number[])[n - 2] as number) : undefined;
     const resetAt = Math.ceil((newest === undefined ? nowUs : newest + windowUs) / 1000);
-    let retryAfterMs = Infinity;
-    if (cost <= limit) {
-      // the oldest entries must leave until sum + cost <= limit; entry t leaves at t + window
-      const need = sum + cost - limit;
-      let freed = 0;
-      for (let i = start; i < n; i += 2) {
-        freed += (entries as number[])[i + 1] as number;
-        if (freed >= need) {
-          retryAfterMs = Math.ceil((((entries as number[])[i] as number) + windowUs - nowUs) / 1000);
-          break;
-        }
-      }
-    }
-    // the quota grows (a cost of remaining + 1 passes) once the oldest entries holding more than
-    // limit - 1 units have left: the first one, unless the log holds more than the quota (counts
-    // made under a larger one, an override that ended)
-    let refillAt = nowMs;
-    if (start < n) {
-      const surplus = Math.max(1, sum - limit + 1);
-      let freed = 0;
-      for (let i = start; i < n; i += 2) {
-        freed += (entries as number[])[i + 1] as number;
-        if (freed >= surplus) {
-          refillAt = nowMs + Math.ceil((((entries as number[])[i] as number) + windowUs - nowUs) / 1000);
-          break;
-        }
-      }
-    }
+    // the same cost passes once the oldest entries holding sum + cost - limit units have left (entry
+    // t leaves at t + window); the quota grows (a cost of remaining + 1 passes) once those holding
+    // more than limit - 1 have: the oldest, unless the log holds more than the quota (counts made
+    // under a larger one, an override that ended)
+    const retryAfterMs = cost <= limit ? (msUntilFreed(entries, start, sum + cost - limit, windowUs, nowUs) ?? Infinity) : Infinity;
+    const refillAt = nowMs + (msUntilFreed(entries, start, Math.max(1, sum - limit + 1), windowUs, nowUs) ?? 0);
     return result(policy, false, Math.max(0, limit - sum), resetAt, retryAfterMs, 0, refillAt);
   },
 
