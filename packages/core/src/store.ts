@@ -15,7 +15,7 @@
  * - {@link toDecision}, the {@link Decision} a limiter makes of a {@link StoreResult} (for a
  *   wrapper that reports what its store answered); the constants and plain-data form of the
  *   policies a store in another language or process mirrors ({@link CONCURRENCY_RETRY_MS},
- *   {@link policyData}, {@link policyFromData}, {@link POLICY_KINDS}, {@link blockDurationMs}).
+ *   {@link MAX_GCRA_SHIFT_US}, {@link policyData}, {@link policyFromData}, {@link POLICY_KINDS}, {@link blockDurationMs}).
  *
  * Every method of a {@link BoundStore} but `extendTimeout` is required, `refund` and `release`
  * included: a `RateLimiter` refuses a store without them at construction.
@@ -116,7 +116,7 @@ export {
   quotaOf,
 } from "./overrides.js";
 // the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
-export { CONCURRENCY_RETRY_MS, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
+export { CONCURRENCY_RETRY_MS, MAX_GCRA_SHIFT_US, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
 
 /**
  * The stored state of one identifier (one {@link storageKey}): for each policy, under its

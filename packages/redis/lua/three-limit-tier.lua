@@ -5,14 +5,14 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 344ae97f2f35d01948307ce3929b7bbaabd54698; below this header, the script byte for byte)
+-- (EVALSHA bf6d3fee2619af211f27b47b6d78061c79cd8089; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
--- then one mark per bucket (tb3: its TAT right after an allowed consume, µs; 0 otherwise),
+-- then one mark per bucket (tb3: its TAT plus refund shift right after an allowed consume, µs; 0 otherwise),
 -- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
 local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format
@@ -132,9 +132,13 @@ if stored[2] then
 end
 local fw2_new_window, fw2_new_count
 
--- tb3: tokenBucket "burst", capacity 20, one unit per 200000 µs; stored: the theoretical arrival time "tat" (µs)
-local tb3_tat = tonumber(stored[3])
-local tb3_new_tat
+-- tb3: tokenBucket "burst", capacity 20, one unit per 200000 µs; stored: the theoretical arrival time "tat" (µs), or "tat:shift" after refunds
+local tb3_tat, tb3_shift = tonumber(stored[3]), 0
+if not tb3_tat and stored[3] then
+  local tat, shift = match(stored[3], '^(%d+):(%d+)$')
+  if tat then tb3_tat, tb3_shift = tat + 0, shift + 0 end
+end
+local tb3_new_tat, tb3_new_shift
 
 -- consume, every policy allowing: decided, written and answered right here
 if pass then -- sw1
@@ -164,12 +168,14 @@ if pass then -- tb3
   pass = cost <= tb3_max and now_us - (tb3_new_tat - tb3_bt) >= 0
 end
 if pass then
-  local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat)
+  tb3_new_shift = tb3_shift
+  if tb3_shift > 0 and tb3_tat < now_us then tb3_new_shift = max(0, tb3_shift - (now_us - tb3_tat)) end
+  local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat + tb3_new_shift)
   if expires_at and expires_at >= expires then
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat))
+    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat))
   else
     expires_at = expires + 1000000
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
+    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
     if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
   if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
@@ -192,7 +198,7 @@ if pass then
   local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
   local tb3_refill_at = now_ms
   if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil((max((floor(tb3_diff / tb3_t) + 1) * tb3_t, tb3_t) - tb3_diff) / 1000) end
-  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat, override }
+  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat + tb3_new_shift, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the
@@ -324,12 +330,15 @@ if ARGV[2] == 'r' then
     changed("per-day|fw", fmt('%.0f:%.0f', fw2_window, fw2_count))
   end
   if tb3_tat ~= nil and tb3_tat > now_us then
-    local mark = tb3_tat
-    if charged_ms >= 0 then mark = tonumber(ARGV[7]) or 0 end
-    local back = math.min(refund_cost * tb3_t, mark - now_us, tb3_tat - now_us)
+    local finish = tb3_tat
+    if charged_ms >= 0 then finish = (tonumber(ARGV[7]) or 0) - tb3_shift end
+    local last = finish >= tb3_tat
+    local back = math.min(refund_cost * tb3_t, finish - now_us, tb3_tat - now_us)
+    if not last then back = math.min(back, 1125899906842624 - tb3_shift) end
     if back > 0 then
       tb3_tat = tb3_tat - back
-      changed("burst|tb", fmt('%.0f', tb3_tat))
+      if not last then tb3_shift = tb3_shift + back end
+      changed("burst|tb", tb3_shift > 0 and fmt('%.0f:%.0f', tb3_tat, tb3_shift) or fmt('%.0f', tb3_tat))
     end
   end
   if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end

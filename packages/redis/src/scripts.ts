@@ -215,7 +215,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     ...(concurrent ? ["-- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free)."] : []),
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
     "-- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),",
-    `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT right after an allowed consume, µs; 0 otherwise)`},`,
+    `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT plus refund shift right after an allowed consume, µs; 0 otherwise)`},`,
     "-- then the body of the key's live override, if it has one.",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
     "local match, gmatch, sub, fmt = string.match, string.gmatch, string.sub, string.format",

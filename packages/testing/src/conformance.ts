@@ -643,6 +643,69 @@ export function testStore(options: TestStoreOptions): void {
         }
       });
 
+      const buckets = () => [tokenBucket({ capacity: 3, refillRate: 1, interval: "1s" }), leakyBucket({ rate: 1, period: "1s", burst: 3 })];
+
+      it("buckets: a refund after an earlier charge's refund gives back nothing of a later charge", async () => {
+        // a1's refund moved a2 up to finish at 1 s; at 1 s a2 has no unit left to give, and a3's
+        // units are a3's: before the refund shift, a2's stale mark handed one of them back
+        for (const policy of [tokenBucket({ capacity: 2, refillRate: 1, interval: "1s" }), leakyBucket({ rate: 1, period: "1s", burst: 2 })]) {
+          const l = limiter(policy);
+          at(0);
+          const [a1, a2] = await burst(l, "k", 2);
+          expect([policy.kind, rem(await l.refund("k", { decision: a1! }))]).toEqual([policy.kind, [1]]);
+          at(1_000);
+          expect(brief(await l.limit("k"))).toMatchObject({ allowed: true, remaining: 1 });
+          expect([policy.kind, rem(await l.refund("k", { decision: a2! }))]).toEqual([policy.kind, [1]]);
+          expect([policy.kind, (await l.limit("k", { cost: 2 })).allowed]).toEqual([policy.kind, false]);
+          expect([policy.kind, brief(await l.limit("k"))]).toMatchObject([policy.kind, { allowed: true, remaining: 0 }]);
+        }
+      });
+
+      it("buckets: refunds newest first, and oldest first, give every unit back", async () => {
+        for (const policy of buckets()) {
+          const l = limiter(policy);
+          at(0);
+          const newest = await burst(l, "newest", 3);
+          const oldest = await burst(l, "oldest", 3);
+          const got = [];
+          for (const d of newest.reverse()) got.push(rem(await l.refund("newest", { decision: d })));
+          for (const d of oldest) got.push(rem(await l.refund("oldest", { decision: d })));
+          expect([policy.kind, got]).toEqual([policy.kind, [[1], [2], [3], [1], [2], [3]]]);
+        }
+      });
+
+      it("buckets: refunds in another order may give back less, never more", async () => {
+        for (const policy of buckets()) {
+          const l = limiter(policy);
+          at(0);
+          const [a1, a2, a3] = await burst(l, "k", 3);
+          // a2's refund moves a3 up and counts as a shift on every older mark too: a1's then looks
+          // spent (it was not: a1 finishes at 1 s), so it gives nothing back; a3 is the last and exact
+          const got = [];
+          for (const d of [a2!, a1!, a3!]) got.push(rem(await l.refund("k", { decision: d })));
+          expect([policy.kind, got]).toEqual([policy.kind, [[1], [1], [2]]]);
+        }
+      });
+
+      it("buckets: the refund shift fades while the bucket stays full, never so fast that an old mark comes back to life", async () => {
+        for (const policy of buckets()) {
+          const l = limiter(policy);
+          at(0);
+          const [a1, a2, a3] = await burst(l, "k", 3);
+          const got = [];
+          for (const d of [a1!, a2!]) got.push(rem(await l.refund("k", { decision: d }))); // a shift of 2 s; a3 finishes at 1 s
+          at(1_500); // full since 1 s: the shift fades to 1.5 s (the state is kept until 3 s for it)
+          const b1 = await l.limit("k");
+          got.push([b1.remaining]);
+          got.push(rem(await l.refund("k", { decision: a3! }))); // a3's mark (3 s) less 1.5 s: finished, nothing back
+          got.push(rem(await l.refund("k", { decision: b1 }))); // the last charge: exact
+          expect([policy.kind, got]).toEqual([policy.kind, [[1], [2], [2], [2], [3]]]);
+          at(6_000); // full for 4.5 s: no shift left, and a refund out of order is exact again
+          const [c1] = await burst(l, "k", 2);
+          expect([policy.kind, rem(await l.refund("k", { decision: c1! }))]).toEqual([policy.kind, [2]]);
+        }
+      });
+
       it("every limit that charged gets it back in one call; a denied decision refunds nothing", async () => {
         const l = limiter([tokenBucket({ capacity: 2, refillRate: 1, interval: "1m" }), fixedWindow({ limit: 10, window: "1h" })]);
         at(0);

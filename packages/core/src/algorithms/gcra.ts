@@ -1,13 +1,14 @@
 /**
- * The generic cell rate algorithm both buckets run on: one number per key, the theoretical
- * arrival time (TAT, µs). A request of `cost` passes when `now >= TAT + cost × T − burst × T`
- * (`T` the emission interval); with a queue, up to `queue × T` later still passes with a delay.
+ * The generic cell rate algorithm both buckets run on: per key the theoretical arrival time (TAT,
+ * µs) and the refund shift (µs, see {@link refund}; 0 unless refunds happened). A request of `cost`
+ * passes when `now >= TAT + cost × T − burst × T` (`T` the emission interval); with a queue, up to
+ * `queue × T` later still passes with a delay.
  *
  * @module
  */
 import { SluiceConfigError } from "../errors.js";
 import type { PolicyResult } from "../types.js";
-import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isCount, numericState, result } from "./definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isCount, result } from "./definition.js";
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
 export const MAX_GCRA_SPAN_US = 2 ** 50;
@@ -17,6 +18,19 @@ export const MAX_GCRA_SPAN_US = 2 ** 50;
  * base policy at most 2^50 µs, every time the algorithm computes stays an exact integer.
  */
 export const MAX_GCRA_QUOTA = 2 ** 40;
+
+/**
+ * The largest refund shift a bucket keeps (2^50 µs, about 35 years): a refund that would take it
+ * further gives back only what fits (never more than it may), so that every mark stays an exact
+ * integer. A store in another language mirrors it.
+ *
+ * @example
+ * ```ts
+ * import { MAX_GCRA_SHIFT_US } from "@sluice/core/store";
+ * const valid = (shift: number) => Number.isSafeInteger(shift) && shift >= 0 && shift <= MAX_GCRA_SHIFT_US;
+ * ```
+ */
+export const MAX_GCRA_SHIFT_US = 2 ** 50;
 
 /** What a bucket policy holds for the GCRA. */
 export interface GcraPolicy extends PolicyCommon {
@@ -63,6 +77,20 @@ function refillAt(nowUs: number, credit: number, full: number, T: number, queueT
   return nowMs + Math.ceil((Math.max((Math.floor(credit / T) + 1) * T, T - queueT) - credit) / 1000);
 }
 
+/**
+ * Stores a charge: the new TAT, and the shift less the time the bucket has been full (`now −
+ * stored`, when positive). The shift only ever says how much earlier the charges still queued
+ * finish than their marks say; a full bucket queues none, and forgetting the shift at the pace the
+ * time passes keeps every older mark's finish (mark − shift) at or before now.
+ */
+function charge(num: Float64Array, off: number, stored: number, nowUs: number, newTat: number): void {
+  num[off] = newTat;
+  if (stored < nowUs) {
+    const shift = (num[off + 1] as number) - (nowUs - stored);
+    num[off + 1] = shift > 0 ? shift : 0;
+  }
+}
+
 function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, write: boolean): PolicyResult {
   const T = policy.emissionIntervalUs;
   const burst = policy.burst;
@@ -73,11 +101,11 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
     const newTat = tat + cost * T;
     const diff = nowUs - (newTat - burst * T);
     if (diff >= 0) {
-      if (write) num[off] = newTat;
+      if (write) charge(num, off, stored, nowUs, newTat);
       return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     if (diff >= -queue * T) {
-      if (write) num[off] = newTat;
+      if (write) charge(num, off, stored, nowUs, newTat);
       return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     const credit = nowUs - tat + burst * T;
@@ -90,25 +118,39 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
 }
 
 /**
- * A bucket gives back at most what the charge still weighs: `markUs` is its TAT right after the
- * charge (-1: the current TAT, i.e. the latest charge; 0: unknown, nothing back), and the refund
- * moves the TAT back by `min(cost × T, markUs − now, TAT − now)`. A charge whose effect the refill
- * has erased (`markUs <= now`: the bucket has been full since, or would have been) refunds
- * nothing. Why this is safe: the TAT without the charge is the larger of `TAT − cost × T` and the
- * TAT of the later charges alone, which is at most `now + (TAT − markUs)`.
+ * A bucket gives back at most what the charge still weighs, from the time its units finish in the
+ * queue: `markUs` is the TAT right after the charge plus the shift then (-1: the current TAT, i.e.
+ * the latest charge; 0: unknown, nothing back), and the charge finishes at `markUs − shift now` at
+ * the latest (see below). The refund moves the TAT back by `min(cost × T, finish − now, TAT −
+ * now)`: the part of the charge still ahead, and the later charges queued behind it move up by as
+ * much. A charge whose units are past (`finish <= now`: the refill has erased it) refunds nothing.
+ *
+ * The shift: a refund of a charge that is not the last in the queue (`finish < TAT`) moves every
+ * later charge's finish earlier, so their marks would overstate it. It adds what it gave back to
+ * the shift (a refund of the last charge moves no other charge and adds nothing). A mark carries
+ * the shift at its charge, so `mark − shift now` is the finish less every refund since that moved
+ * any charge, which is at most the true finish: a refund never gives back more than it may.
+ * Refunds of the latest charges (newest first), of the oldest charge first, or of any one charge
+ * are exact; in other orders a later refund may give back less (never more). The shift fades as
+ * the bucket stays full (see `charge`), and the state lives until `TAT + shift`, so that a state
+ * lost or forgotten never lets an older mark give back what is not its own.
  */
 function refund(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, _chargedAtUs: number, markUs: number): boolean {
   const tat = num[off] as number;
-  const mark = markUs < 0 ? tat : markUs;
-  const back = Math.min(cost * policy.emissionIntervalUs, mark - nowUs, tat - nowUs);
+  if (markUs === 0 || tat <= nowUs) return false;
+  const shift = num[off + 1] as number;
+  const finish = markUs < 0 ? tat : markUs - shift;
+  let back = Math.min(cost * policy.emissionIntervalUs, finish - nowUs, tat - nowUs);
+  if (finish < tat) back = Math.min(back, MAX_GCRA_SHIFT_US - shift);
   if (back <= 0) return false;
   num[off] = tat - back;
+  if (finish < tat) num[off + 1] = shift + back;
   return true;
 }
 
 /** The parts of a bucket's definition that are the GCRA's: state, evaluation, refunds, marks. */
 export const gcraParts = {
-  numWidth: 1,
+  numWidth: 2,
   objWidth: 0,
   leases: false,
   isGcraValid: (p: Record<string, unknown>): boolean =>
@@ -135,10 +177,24 @@ export const gcraParts = {
     }),
   evaluate,
   refund,
-  /** The TAT right after the charge. */
-  mark: (_p: GcraPolicy, num: Float64Array, off: number): number => num[off] as number,
+  /** The TAT right after the charge, plus the shift then. */
+  mark: (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number),
   /** Refunded units move the mark back by their emission intervals. */
   refundedMark: (p: GcraPolicy, mark: number, units: number): number => (mark > 0 ? mark - units * p.emissionIntervalUs : mark),
-  expiresAtUs: (_p: GcraPolicy, num: Float64Array, off: number): number => num[off] as number,
-  ...numericState(1),
+  /** The TAT plus the shift: until then an older mark could still overstate a charge's finish. */
+  expiresAtUs: (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number),
+  /** Stored: `[tat]`, or `[tat, shift]` when the shift is not 0. */
+  encode(_p: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, _nowUs: number, out: number[]): boolean {
+    out.push(num[off] as number);
+    if ((num[off + 1] as number) > 0) out.push(num[off + 1] as number);
+    return true;
+  },
+  decode(_p: GcraPolicy, value: readonly number[], num: Float64Array, off: number): boolean {
+    if (value.length !== 2 && value.length !== 3) return false;
+    const shift = value.length === 3 ? (value[2] as number) : 0;
+    if (!(shift >= 0 && shift <= MAX_GCRA_SHIFT_US)) return false;
+    num[off] = value[1] as number;
+    num[off + 1] = shift;
+    return true;
+  },
 } satisfies Partial<AlgorithmDefinition<GcraPolicy>> & Record<string, unknown>;

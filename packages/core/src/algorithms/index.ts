@@ -32,6 +32,7 @@ export { type SlidingWindowPolicy, slidingWindow } from "./slidingWindow/index.j
 export { type SlidingLogPolicy, slidingLog } from "./slidingLog/index.js";
 export { type TokenBucketOptions, type TokenBucketPolicy, tokenBucket } from "./tokenBucket/index.js";
 export { type LeakyBucketOptions, type LeakyBucketPolicy, leakyBucket } from "./leakyBucket/index.js";
+export { MAX_GCRA_SHIFT_US } from "./gcra.js";
 export { CONCURRENCY_RETRY_MS, type ConcurrencyOptions, type ConcurrencyPolicy, concurrency } from "./concurrency/index.js";
 
 /** One configured limit, as returned by the algorithm factories. */

@@ -79,7 +79,7 @@ export interface LuaPart {
   /** The HSET value expression after an allowed consume. */
   readonly value: string;
   /**
-   * The mark of an allowed charge (a bucket's TAT right after it, µs: what a refund of that charge
+   * The mark of an allowed charge (a bucket's TAT right after it plus its refund shift, µs: what a refund of that charge
    * needs), appended to the reply after every policy's 7 numbers; present exactly when the
    * algorithm {@link LuaAlgorithm.marks}.
    */

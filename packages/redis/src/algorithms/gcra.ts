@@ -1,13 +1,14 @@
 /**
- * The generic cell rate algorithm both buckets run on, in Lua (core: `algorithms/gcra.ts`): one
- * number per key, the theoretical arrival time `tat` (µs). With `T` the emission interval, a
- * request of `c` units passes when `now - (tat + c*T - burst*T) >= 0`, or, with a queue, `>=
- * -queue*T` (served after a delay). Stored: `tat`.
+ * The generic cell rate algorithm both buckets run on, in Lua (core: `algorithms/gcra.ts`): per key
+ * the theoretical arrival time `tat` (µs) and the refund shift (µs; 0 unless refunds happened).
+ * With `T` the emission interval, a request of `c` units passes when `now - (tat + c*T - burst*T)
+ * >= 0`, or, with a queue, `>= -queue*T` (served after a delay). Stored: `tat`, or `tat:shift`
+ * when the shift is not 0.
  *
  * @module
  */
 import type { LeakyBucketPolicy, TokenBucketPolicy } from "@sluice/core";
-import { policyField } from "@sluice/core/store";
+import { MAX_GCRA_SHIFT_US, policyField } from "@sluice/core/store";
 import { type LuaAlgorithm, type LuaPart, int, str } from "./definition.js";
 
 /** What the GCRA reads of a bucket policy. */
@@ -34,12 +35,19 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
       // override that ended) gains its first unit at a credit of T - queue*T
       const units = (credit: string) => `floor(${credit} / ${T})`;
       const first = queued ? `${T} - ${QT}` : T;
+      const field = str(policyField(policy));
+      // the stored value: "tat", or "tat:shift" when the shift is not 0
+      const stored_ = (tat: string, shift: string) => `${shift} > 0 and fmt('%.0f:%.0f', ${tat}, ${shift}) or fmt('%.0f', ${tat})`;
       const refill = (out: string, credit: string) => `local ${out} = now_ms
 if ${credit} < ${BT} then ${out} = now_ms + ceil((max((${units(credit)} + 1) * ${T}, ${first}) - ${credit}) / 1000) end`;
       return {
-        describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${int(policy.emissionIntervalUs)} µs; stored: the theoretical arrival time "tat" (µs)`,
-        read: `local ${p}_tat = tonumber(${stored})
-local ${p}_new_tat`,
+        describe: `-- ${p}: ${policy.kind} ${str(policy.name)}, ${sizes(policy)}, one unit per ${int(policy.emissionIntervalUs)} µs; stored: the theoretical arrival time "tat" (µs), or "tat:shift" after refunds`,
+        read: `local ${p}_tat, ${p}_shift = tonumber(${stored}), 0
+if not ${p}_tat and ${stored} then
+  local tat, shift = match(${stored}, '^(%d+):(%d+)$')
+  if tat then ${p}_tat, ${p}_shift = tat + 0, shift + 0 end
+end
+local ${p}_new_tat, ${p}_new_shift`,
         functions: "",
         now: `local tat = ${p}_tat
 if tat == nil or tat < now_us then tat = now_us end`,
@@ -65,22 +73,28 @@ local credit = now_us - tat + ${BT}
 ${refill("refill_at", "credit")}
 if ${c} > ${MAX} then return 0, max(0, ${units("credit")}), ceil(tat / 1000), -1, 0, refill_at end
 return 0, max(0, ${units("credit")}), ceil(tat / 1000), ceil((${p}_new_tat - ${BT} - now_us${queued ? ` - ${QT}` : ""}) / 1000), 0, refill_at`,
-        prepare: "",
-        // never more than the charge still weighs: its mark (the TAT right after it; without a
-        // charge named, the latest: the TAT now) less now, and never below now (full)
+        // a charge: the shift fades by the time the bucket has been full (core's \`charge\`)
+        prepare: `${p}_new_shift = ${p}_shift
+if ${p}_shift > 0 and ${p}_tat < now_us then ${p}_new_shift = max(0, ${p}_shift - (now_us - ${p}_tat)) end`,
+        // never more than the charge still weighs: the time until it finishes (its mark less the
+        // shift now; without a charge named, the latest: the TAT now) less now, and never below now
+        // (full); a refund of a charge other than the last grows the shift (core's \`refund\`)
         refund: `if ${p}_tat ~= nil and ${p}_tat > now_us then
-  local mark = ${p}_tat
-  if charged_ms >= 0 then mark = tonumber(ARGV[${4 + i}]) or 0 end
-  local back = math.min(refund_cost * ${T}, mark - now_us, ${p}_tat - now_us)
+  local finish = ${p}_tat
+  if charged_ms >= 0 then finish = (tonumber(ARGV[${4 + i}]) or 0) - ${p}_shift end
+  local last = finish >= ${p}_tat
+  local back = math.min(refund_cost * ${T}, finish - now_us, ${p}_tat - now_us)
+  if not last then back = math.min(back, ${int(MAX_GCRA_SHIFT_US)} - ${p}_shift) end
   if back > 0 then
     ${p}_tat = ${p}_tat - back
-    changed(${str(policyField(policy))}, fmt('%.0f', ${p}_tat))
+    if not last then ${p}_shift = ${p}_shift + back end
+    changed(${field}, ${stored_(`${p}_tat`, `${p}_shift`)})
   end
 end`,
         release: "",
-        value: `fmt('%.0f', ${p}_new_tat)`,
-        mark: `${p}_new_tat`,
-        expiresUs: `${p}_new_tat`,
+        value: stored_(`${p}_new_tat`, `${p}_new_shift`),
+        mark: `${p}_new_tat + ${p}_new_shift`,
+        expiresUs: `${p}_new_tat + ${p}_new_shift`,
         quota: queued
           ? `local ${T}, ${BT}, ${QT}, ${MAX} = ${int(policy.emissionIntervalUs)}, ${int(policy.burst * policy.emissionIntervalUs)}, ${int(policy.queue * policy.emissionIntervalUs)}, ${int(policy.burst + policy.queue)}`
           : `local ${T}, ${BT}, ${MAX} = ${int(policy.emissionIntervalUs)}, ${int(policy.burst * policy.emissionIntervalUs)}, ${int(policy.burst)}`,

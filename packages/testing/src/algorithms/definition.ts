@@ -73,6 +73,9 @@ export interface Model {
   retarget(policy: Policy): void;
 }
 
+/** The largest refund shift a bucket keeps (2^50 µs), as the design says: a refund past it gives back only what fits. */
+export const MAX_GCRA_SHIFT_US = 2 ** 50;
+
 /**
  * One model's view of a charge to refund: when it was made, the model's {@link Model.snapshot}
  * right after it, and how many of its units were given back already.

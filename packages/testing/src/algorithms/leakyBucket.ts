@@ -8,6 +8,7 @@
 import { type Policy, leakyBucket } from "@sluice/core";
 import fc from "fast-check";
 import {
+  MAX_GCRA_SHIFT_US,
   type Model,
   type ModelCharge,
   type PolicyOf,
@@ -31,6 +32,8 @@ export interface LeakyBucketSpecOptions extends SpecCommon {
 /** Leaky bucket as a meter: water (µs of backlog) drains at 1 µs per µs; a request pours cost × T. */
 class LeakyBucketModel implements Model {
   readonly water = { level: 0, at: 0 };
+  /** The refund shift (µs), as the token bucket's model keeps it. */
+  shift = 0;
   maxCost: number;
   T: number;
   burst: number;
@@ -62,21 +65,30 @@ class LeakyBucketModel implements Model {
     return { allowed: false, ...this.now(nowMs), delayMs: 0 };
   }
   commit(nowMs: number, cost: number) {
+    // the shift fades by the time the bucket has been empty
+    const dry = (nowMs - this.water.at) * 1000 - this.water.level;
+    if (dry > 0) this.shift = Math.max(0, this.shift - dry);
     this.water.level = this.levelAt(nowMs) + cost * this.T;
     this.water.at = nowMs;
   }
   refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
     // water out, the bucket never below empty, and never more than the charge still weighs: the
-    // water right after it, less what drained since and what was given back of it already
+    // time until its water has drained, i.e. the water right after it (plus the shift then), less
+    // what drained since, what was given back of it already and the shift now (see the token
+    // bucket's model); a refund of a charge other than the last one grows the shift
     const level = this.levelAt(nowMs);
-    let back = Math.min(cost * this.T, level);
-    if (charge !== undefined) back = Math.min(back, charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    if (level <= 0) return;
+    const ahead = charge === undefined ? level : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T - this.shift;
+    const last = ahead >= level;
+    const back = Math.min(cost * this.T, level, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
     if (back <= 0) return;
+    if (!last) this.shift += back;
     this.water.level = level - back;
     this.water.at = nowMs;
   }
+  /** The water right after a charge (µs), plus the shift. */
   snapshot() {
-    return this.water.level;
+    return this.water.level + this.shift;
   }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);

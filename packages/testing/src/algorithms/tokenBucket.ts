@@ -8,6 +8,7 @@
 import { type Policy, tokenBucket } from "@sluice/core";
 import fc from "fast-check";
 import {
+  MAX_GCRA_SHIFT_US,
   type Model,
   type ModelCharge,
   type PolicyOf,
@@ -34,6 +35,12 @@ export interface TokenBucketSpecOptions extends SpecCommon {
 class TokenBucketModel implements Model {
   /** The level (µs of refill) at `at` (ms); `fresh`: never charged, so full. */
   readonly levels = { level: 0, at: 0, fresh: true };
+  /**
+   * The refund shift (µs): what refunds of charges that were not the last in the queue gave back
+   * since the bucket was last full, each of which moved the charges behind it earlier; less the
+   * time the bucket has stayed full since (see `commit`).
+   */
+  shift = 0;
   maxCost: number;
   T: number;
   full: number;
@@ -59,25 +66,36 @@ class TokenBucketModel implements Model {
     return { allowed, remaining: Math.max(0, Math.floor(after / this.T)), resetAt: ceilDiv(nowMs * 1000 + this.full - after, 1000), delayMs: 0 };
   }
   commit(nowMs: number, cost: number) {
+    // the shift fades by the time the bucket has been full (the level past full, uncapped)
+    const overflow = this.levels.fresh ? Infinity : this.levels.level + (nowMs - this.levels.at) * 1000 - this.full;
+    if (overflow > 0) this.shift = Math.max(0, this.shift - overflow);
     this.levels.level = this.levelAt(nowMs) - cost * this.T;
     this.levels.at = nowMs;
     this.levels.fresh = false;
   }
   refund(nowMs: number, cost: number, charge: ModelCharge | undefined) {
     // tokens back, the bucket never above full, and never more than the charge still weighs: the
-    // deficit it left (full − the level right after it), less the refill since and what was given
-    // back of it already. A charge the refill has erased (the bucket has been full since) weighs nothing.
+    // time until its units are refilled. That is the deficit it left (full − the level right after
+    // it, plus the shift then), less the refill since, what was given back of it already and the
+    // shift now: the shift counts what earlier refunds moved it up in the queue (and may count
+    // more, never less). A charge the refill has erased (the bucket has been full since) weighs
+    // nothing. A refund of a charge other than the last one (its units end before the deficit
+    // does) moves those behind it up: the shift grows by what it gave back.
     const level = this.levelAt(nowMs);
-    let back = Math.min(cost * this.T, this.full - level);
-    if (charge !== undefined) back = Math.min(back, charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T);
+    const deficit = this.full - level;
+    if (deficit <= 0) return;
+    const ahead = charge === undefined ? deficit : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T - this.shift;
+    const last = ahead >= deficit;
+    const back = Math.min(cost * this.T, deficit, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
     if (back <= 0) return;
+    if (!last) this.shift += back;
     this.levels.level = level + back;
     this.levels.at = nowMs;
     this.levels.fresh = false;
   }
-  /** The deficit right after a charge (full − level, µs): what the charge leaves to refill (the same under any quota). */
+  /** The deficit right after a charge (full − level, µs: what the charge leaves to refill, the same under any quota), plus the shift. */
   snapshot() {
-    return this.full - this.levels.level;
+    return this.full - this.levels.level + this.shift;
   }
   now(nowMs: number) {
     const level = this.levelAt(nowMs);
