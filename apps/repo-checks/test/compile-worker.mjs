@@ -1,38 +1,65 @@
 /**
- * One TypeScript program, type-checked in a worker thread (readme-snippets.test.ts): a whole
- * program over every block takes tens of seconds, and run on the test's own thread it would keep
- * Vitest's worker from answering its runner for that long.
+ * The TypeScript programs of readme-snippets.test.ts, type-checked in one worker thread: a whole
+ * program over every block takes seconds, and run on the test's own thread it would keep Vitest's
+ * worker from answering its runner for that long.
  *
- * The program is incremental: `buildInfo` is where TypeScript's state for it is kept between runs
- * (a `.tsbuildinfo`, whose lock the test holds: build-info.ts), so a run after a change checks again
- * only what the change can affect and takes the diagnostics of the rest from the last run.
+ * The worker stays for every program the test compiles, one at a time, and they share what they
+ * parse: a file read for one program (the libraries, `@types/node`, the packages' declarations,
+ * the blocks) is the same `SourceFile` in the next when it parses the same way (same text, language
+ * version and module format), as TypeScript's language service shares them between projects.
  *
- * workerData: `{ rootNames, options, cwd, buildInfo }`. Posts `[{ file, line, message }]` (`file`
- * undefined for a diagnostic without a file; `line` 0-based).
+ * Each program is incremental: its `buildInfo` is where TypeScript's state for it is kept between
+ * runs (a `.tsbuildinfo`, whose lock the test holds: build-info.ts), so a run after a change checks
+ * again only what the change can affect and takes the diagnostics of the rest from the last run.
+ *
+ * Messages in: `{ id, rootNames, options, cwd, buildInfo }`. Posts `{ id, diagnostics: [{ file, line,
+ * message }] }` (`file` undefined for a diagnostic without a file; `line` 0-based), or `{ id, error }`.
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import ts from "typescript";
 
-const { rootNames, options, cwd, buildInfo } = workerData;
-const incremental = { ...options, incremental: true, tsBuildInfoFile: buildInfo };
-// resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
-const host = ts.createIncrementalCompilerHost(incremental);
-host.getCurrentDirectory = () => cwd;
-const program = ts.createIncrementalProgram({ rootNames, options: incremental, host });
-// what ts.getPreEmitDiagnostics reports, the semantic ones from the builder (kept for unchanged files)
-const diagnostics = [
-  ...program.getConfigFileParsingDiagnostics(),
-  ...program.getOptionsDiagnostics(),
-  ...program.getSyntacticDiagnostics(),
-  ...program.getGlobalDiagnostics(),
-  ...program.getSemanticDiagnostics(),
-];
-// noEmit: writes the state only
-program.emit();
-parentPort.postMessage(
-  diagnostics.map((d) => ({
+/** Parsed files by name, language version, module format and text. */
+const parsed = new Map();
+
+function compile({ rootNames, options, cwd, buildInfo }) {
+  const incremental = { ...options, incremental: true, tsBuildInfoFile: buildInfo };
+  // resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
+  const host = ts.createIncrementalCompilerHost(incremental);
+  host.getCurrentDirectory = () => cwd;
+  const readFile = host.readFile.bind(host);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (fileName, languageVersionOrOptions, onError, shouldCreateNewSourceFile) => {
+    const how = typeof languageVersionOrOptions === "object" ? languageVersionOrOptions : { languageVersion: languageVersionOrOptions };
+    const key = `${fileName}\0${how.languageVersion}\0${how.impliedNodeFormat ?? ""}\0${how.jsDocParsingMode ?? ""}`;
+    const known = parsed.get(key);
+    if (known !== undefined && !shouldCreateNewSourceFile && readFile(fileName) === known.text) return known;
+    // the host's own: reads, parses and sets the version the incremental state is keyed on
+    const file = getSourceFile(fileName, languageVersionOrOptions, onError, shouldCreateNewSourceFile);
+    if (file !== undefined) parsed.set(key, file);
+    return file;
+  };
+  const program = ts.createIncrementalProgram({ rootNames, options: incremental, host });
+  // what ts.getPreEmitDiagnostics reports, the semantic ones from the builder (kept for unchanged files)
+  const diagnostics = [
+    ...program.getConfigFileParsingDiagnostics(),
+    ...program.getOptionsDiagnostics(),
+    ...program.getSyntacticDiagnostics(),
+    ...program.getGlobalDiagnostics(),
+    ...program.getSemanticDiagnostics(),
+  ];
+  // noEmit: writes the state only
+  program.emit();
+  return diagnostics.map((d) => ({
     file: d.file?.fileName,
     line: d.file === undefined ? 0 : d.file.getLineAndCharacterOfPosition(d.start ?? 0).line,
     message: ts.flattenDiagnosticMessageText(d.messageText, "\n"),
-  })),
-);
+  }));
+}
+
+parentPort.on("message", (request) => {
+  try {
+    parentPort.postMessage({ id: request.id, diagnostics: compile(request) });
+  } catch (error) {
+    parentPort.postMessage({ id: request.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  }
+});
