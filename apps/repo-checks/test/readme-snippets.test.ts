@@ -40,11 +40,11 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
 import { transformSync } from "esbuild";
 import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildInfoPath, withBuildInfo } from "./build-info.js";
+import { compiler } from "./compile-client.js";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
@@ -209,14 +209,9 @@ const ENVIRONMENTS: [string, (s: Snippet) => boolean, ts.CompilerOptions][] = [
   ["Workers (the quick start's tsconfig.json: ES2022 + @cloudflare/workers-types)", (s) => s.environment === "workers", {}],
 ];
 
-type CompileReply = { id: number; diagnostics?: { file: string | undefined; line: number; message: string }[]; error?: string };
-
-/** The compile worker (compile-worker.mjs), started by the first compile and shared by the others: they reuse what it parsed. */
-let compiler: Worker | undefined;
-let compiles = 0;
-afterAll(async () => {
-  await compiler?.terminate();
-});
+/** The compile worker (compile-worker.mjs), shared by the six programs: they reuse what it parsed. */
+const programs = compiler();
+afterAll(() => programs.close());
 
 /**
  * Type-checks the blocks as one program, in the compile worker (compile-worker.mjs), its
@@ -225,30 +220,7 @@ afterAll(async () => {
 async function compile(name: string, files: Snippet[], options: ts.CompilerOptions): Promise<string[]> {
   const byFile = new Map(files.map((s) => [join(project, s.file), s]));
   const diagnostics = await withBuildInfo(buildInfoPath("readme-snippets", name), async (buildInfo) => {
-    const worker = (compiler ??= new Worker(new URL("./compile-worker.mjs", import.meta.url)));
-    const id = ++compiles;
-    return await new Promise<NonNullable<CompileReply["diagnostics"]>>((resolve, reject) => {
-      const onMessage = (reply: CompileReply) => {
-        if (reply.id !== id) return;
-        done();
-        if (reply.error !== undefined) reject(new Error(`the compile worker failed: ${reply.error}`));
-        else resolve(reply.diagnostics ?? []);
-      };
-      const onExit = (code: number) => {
-        done();
-        compiler = undefined;
-        reject(new Error(`the compile worker exited with code ${code}`));
-      };
-      const done = () => {
-        worker.off("message", onMessage);
-        worker.off("error", reject);
-        worker.off("exit", onExit);
-      };
-      worker.on("message", onMessage);
-      worker.on("error", reject);
-      worker.on("exit", onExit);
-      worker.postMessage({ id, rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project, buildInfo });
-    });
+    return programs.compile({ rootNames: [...byFile.keys()], options: { ...base, ...options }, cwd: project, buildInfo });
   });
   return diagnostics.map(({ file, line, message }) => {
     if (file === undefined) return message;

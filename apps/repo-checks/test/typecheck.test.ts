@@ -5,22 +5,25 @@
  * than before Vitest so that the compilers share the machine with the tests that mostly wait (on
  * servers, builds and child processes) instead of running first, one after another.
  *
+ * The programs are compiled one after another in one worker thread (compile-worker.mjs, as `tsc -p
+ * <project> --noEmit` reads each tsconfig.json), and share what it parsed: core's sources, the
+ * libraries and `@types/node` are parsed once for all four, not once per `tsc` process.
+ *
  * Each program keeps TypeScript's incremental state (`--incremental`, its `.tsbuildinfo` under
  * `node_modules/.cache/typecheck/`, see build-info.ts): a run after a change checks again what the
  * change can affect and reads the other files' diagnostics from the last run; an unchanged program
- * costs the compiler's start and the reading of its files' hashes.
+ * costs the reading of its files' hashes.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { buildInfoPath, withBuildInfo } from "./build-info.js";
+import { compiler } from "./compile-client.js";
 
-const run = promisify(execFile);
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
-const tsc = fileURLToPath(new URL("../../../node_modules/typescript/bin/tsc", import.meta.url));
+const programs = compiler();
+afterAll(() => programs.close());
 
 /** The programs `pnpm run typecheck` compiles, in its order (package.json's script). */
 const PROJECTS = ["packages/core", "tsconfig.json", "packages/cloudflare", "apps/worker"];
@@ -32,12 +35,9 @@ describe("typecheck", () => {
   });
 
   it.each(PROJECTS)("%s compiles without an error", async (project) => {
-    const result = await withBuildInfo(buildInfoPath("typecheck", project), (buildInfo) =>
-      run(process.execPath, [tsc, "-p", project, "--noEmit", "--incremental", "--tsBuildInfoFile", buildInfo], { cwd: rootDir, maxBuffer: 64 * 1024 * 1024 }).then(
-        () => "",
-        (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ""}${error.stderr ?? ""}` || String(error),
-      ),
-    );
+    const diagnostics = await withBuildInfo(buildInfoPath("typecheck", project), (buildInfo) => programs.compile({ project, cwd: rootDir, buildInfo }));
+    // as tsc prints them: file(line): message
+    const result = diagnostics.map(({ file, line, message }) => (file === undefined ? message : `${relative(rootDir, file)}(${line + 1}): ${message}`)).join("\n");
     expect(result).toBe("");
     // a cold compile of the workspace program takes ~40 s alone and well over 2 min on a loaded
     // 2-core machine beside the rest of the suite: the limit is there for a hung compiler only
