@@ -91,6 +91,9 @@ function charge(num: Float64Array, off: number, stored: number, nowUs: number, n
   }
 }
 
+/** The TAT plus the shift: a charge's mark, read right after it, and the state's expiry. */
+const tatPlusShift = (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number);
+
 function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, write: boolean): PolicyResult {
   const T = policy.emissionIntervalUs;
   const burst = policy.burst;
@@ -140,11 +143,11 @@ function refund(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknow
   if (markUs === 0 || tat <= nowUs) return false;
   const shift = num[off + 1] as number;
   const finish = markUs < 0 ? tat : markUs - shift;
-  let back = Math.min(cost * policy.emissionIntervalUs, finish - nowUs, tat - nowUs);
-  if (finish < tat) back = Math.min(back, MAX_GCRA_SHIFT_US - shift);
+  const last = finish >= tat;
+  const back = Math.min(cost * policy.emissionIntervalUs, finish - nowUs, tat - nowUs, last ? Infinity : MAX_GCRA_SHIFT_US - shift);
   if (back <= 0) return false;
   num[off] = tat - back;
-  if (finish < tat) num[off + 1] = shift + back;
+  if (!last) num[off + 1] = shift + back;
   return true;
 }
 
@@ -178,11 +181,11 @@ export const gcraParts = {
   evaluate,
   refund,
   /** The TAT right after the charge, plus the shift then. */
-  mark: (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number),
+  mark: tatPlusShift,
   /** Refunded units move the mark back by their emission intervals. */
   refundedMark: (p: GcraPolicy, mark: number, units: number): number => (mark > 0 ? mark - units * p.emissionIntervalUs : mark),
   /** The TAT plus the shift: until then an older mark could still overstate a charge's finish. */
-  expiresAtUs: (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number),
+  expiresAtUs: tatPlusShift,
   /** Stored: `[tat]`, or `[tat, shift]` when the shift is not 0. */
   encode(_p: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, _nowUs: number, out: number[]): boolean {
     out.push(num[off] as number);
