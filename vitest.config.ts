@@ -19,7 +19,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 /** Seconds each long file took in a whole run (`<project>:<path from the root>`), a few seconds or more. */
 export const LONG_FILES: Readonly<Record<string, number>> = {
   "docs:apps/docs/test/site.test.ts": 171,
-  "repo-checks:apps/repo-checks/test/typecheck.test.ts": 114,
+  "repo-checks:apps/repo-checks/test/typecheck.test.ts": 30,
   "repo-checks:apps/repo-checks/test/readme-snippets.test.ts": 97,
   "cloudflare:packages/cloudflare/test/conformance.test.ts": 85,
   "quickstarts:apps/quickstarts/test/next.test.ts": 70,

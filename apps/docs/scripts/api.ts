@@ -44,13 +44,21 @@ export async function generateApi(outDir = join(docsDir, "api")): Promise<ApiRes
     disableGit: true,
     basePath: rootDir,
     gitRevision: "main",
-    sourceLinkTemplate: "https://github.com/sluice-js/sluice/blob/{gitRevision}/{path}#L{line}",
+    // without git, TypeDoc's {path} is relative to the entry points' common directory (packages/)
+    sourceLinkTemplate: "https://github.com/sluice-js/sluice/blob/{gitRevision}/packages/{path}#L{line}",
     excludePrivate: true,
     excludeInternal: true,
     sort: ["kind", "instance-first", "alphabetical-ignoring-documents"],
     logLevel: LogLevel.Warn,
     // typedoc-plugin-markdown
     entryFileName: "index.md",
+    // a page for each class and interface; functions, type aliases and variables are sections of
+    // their module's page (a page each made 217 of the site's 255 pages, most of them a few lines,
+    // and the site's build and link check twice as long)
+    membersWithOwnFile: ["Class", "Interface"],
+    // an explicit anchor per member heading: TypeDoc links to \`#quota_exceeded_type\`, while
+    // VitePress would slug the heading QUOTA_EXCEEDED_TYPE as \`#quota-exceeded-type\`
+    useHTMLAnchors: true,
     hidePageHeader: true,
     hideBreadcrumbs: true,
     useCodeBlocks: true,

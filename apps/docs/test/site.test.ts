@@ -98,6 +98,8 @@ describe("the documentation site", () => {
     }
     const rateLimiter = readFileSync(join(outDir, "api/@sluice/core/classes/RateLimiter.html"), "utf8");
     for (const method of ["limit()", "peek()", "reset()", "refund()", "release()"]) expect(rateLimiter, method).toContain(method);
+    // "Defined in" links name the file in the repository, as its text does
+    expect(rateLimiter).toMatch(/href="https:\/\/github\.com\/sluice-js\/sluice\/blob\/main\/packages\/core\/src\/limiter\.ts#L\d+"/);
     for (const entry of ["@sluice/core", "@sluice/core/store", "@sluice/core/adapter", "@sluice/redis", "@sluice/cloudflare", "@sluice/hono", "@sluice/next", "@sluice/otel", "@sluice/client"]) {
       expect(all, entry).toContain(`api/${entry}/index.html`);
     }
@@ -123,7 +125,8 @@ describe("the documentation site", () => {
     const broken = result.links.filter((link) => link.state === LinkState.BROKEN).map((link) => `${link.url} (on ${link.parent ?? "?"}, ${link.status ?? "no status"})`);
     expect(broken).toEqual([]);
     const checked = result.links.filter((link) => link.state === LinkState.OK);
-    expect(checked.length).toBeGreaterThan(300);
+    // (functions, type aliases and variables are sections of their module's page: about 250 links)
+    expect(checked.length).toBeGreaterThan(200);
     // ~10 s alone; minutes on a loaded machine (every page and asset over HTTP, fragments parsed)
   }, 240_000);
 

@@ -1,8 +1,7 @@
 /**
- * TypeScript's incremental state for the programs these tests compile (typecheck.test.ts,
- * readme-snippets.test.ts): one `.tsbuildinfo` per program under `node_modules/.cache/<dir>/`, so a
- * run after a change checks again only what the change can affect and takes the other files'
- * diagnostics from the last run.
+ * TypeScript's incremental state for the programs readme-snippets.test.ts compiles: one
+ * `.tsbuildinfo` per program under `node_modules/.cache/<dir>/`, so a run after a change checks
+ * again only what the change can affect and takes the other files' diagnostics from the last run.
  *
  * The compiler must be given the same `tsBuildInfoFile` every time (a different path is a changed
  * option, and everything is checked again), so two runs at once (a targeted run beside

@@ -14,8 +14,8 @@ export interface CompileDiagnostic {
   message: string;
 }
 
-/** A program: its files and options, or a tsconfig.json (`project`, as `tsc -p` takes it), compiled from `cwd` with its incremental state in `buildInfo`. */
-export type CompileRequest = ({ rootNames: string[]; options: ts.CompilerOptions } | { project: string }) & { cwd: string; buildInfo: string };
+/** A program: its files and options, compiled from `cwd` with its incremental state in `buildInfo`. */
+export type CompileRequest = { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo: string };
 
 type Reply = { id: number; diagnostics?: CompileDiagnostic[]; error?: string };
 

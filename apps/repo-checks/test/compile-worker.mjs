@@ -1,6 +1,6 @@
 /**
  * TypeScript programs type-checked in one worker thread (readme-snippets.test.ts: the blocks of the
- * READMEs; typecheck.test.ts: the repository's own programs): a whole program takes seconds, and
+ * READMEs and the site, under each setting a reader may use): a whole program takes seconds, and
  * run on the test's own thread it would keep Vitest's worker from answering its runner for that
  * long. A test file starts one and sends it its programs (compile-client.ts).
  *
@@ -13,33 +13,18 @@
  * runs (a `.tsbuildinfo`, whose lock the test holds: build-info.ts), so a run after a change checks
  * again only what the change can affect and takes the diagnostics of the rest from the last run.
  *
- * Messages in: `{ id, rootNames, options, cwd, buildInfo }`, or `{ id, project, cwd, buildInfo }` for a
- * `tsconfig.json` (its path relative to `cwd`, compiled as `tsc -p <project> --noEmit` would). Posts
+ * Messages in: `{ id, rootNames, options, cwd, buildInfo }`. Posts
  * `{ id, diagnostics: [{ file, line, message }] }` (`file` undefined for a diagnostic without a file;
  * `line` 0-based), or `{ id, error }`.
  */
-import { resolve } from "node:path";
 import { parentPort } from "node:worker_threads";
 import ts from "typescript";
 
 /** Parsed files by name, language version, module format and text. */
 const parsed = new Map();
 
-/** A tsconfig.json's files and options, as `tsc -p` reads them; its errors as diagnostics. */
-function readProject(project, cwd) {
-  const configErrors = [];
-  const parsed = ts.getParsedCommandLineOfConfigFile(resolve(cwd, project.endsWith(".json") ? project : `${project}/tsconfig.json`), { noEmit: true }, {
-    ...ts.sys,
-    getCurrentDirectory: () => cwd,
-    onUnRecoverableConfigFileDiagnostic: (d) => configErrors.push(d),
-  });
-  if (parsed === undefined) return { rootNames: [], options: {}, configErrors };
-  return { rootNames: parsed.fileNames, options: parsed.options, configErrors: [...configErrors, ...parsed.errors] };
-}
-
 function compile(request) {
-  const { cwd, buildInfo } = request;
-  const { rootNames, options, configErrors = [] } = request.project === undefined ? request : readProject(request.project, cwd);
+  const { rootNames, options, cwd, buildInfo } = request;
   const incremental = { ...options, incremental: true, tsBuildInfoFile: buildInfo };
   // resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
   const host = ts.createIncrementalCompilerHost(incremental);
@@ -59,7 +44,6 @@ function compile(request) {
   const program = ts.createIncrementalProgram({ rootNames, options: incremental, host });
   // what ts.getPreEmitDiagnostics reports, the semantic ones from the builder (kept for unchanged files)
   const diagnostics = [
-    ...configErrors,
     ...program.getConfigFileParsingDiagnostics(),
     ...program.getOptionsDiagnostics(),
     ...program.getSyntacticDiagnostics(),
