@@ -56,8 +56,8 @@ export async function generateApi(outDir = join(docsDir, "api")): Promise<ApiRes
     // their module's page (a page each made 217 of the site's 255 pages, most of them a few lines,
     // and the site's build and link check twice as long)
     membersWithOwnFile: ["Class", "Interface"],
-    // an explicit anchor per member heading: TypeDoc links to \`#quota_exceeded_type\`, while
-    // VitePress would slug the heading QUOTA_EXCEEDED_TYPE as \`#quota-exceeded-type\`
+    // an explicit anchor per member heading: TypeDoc links to `#quota_exceeded_type`, while
+    // VitePress would slug the heading QUOTA_EXCEEDED_TYPE as `#quota-exceeded-type`
     useHTMLAnchors: true,
     hidePageHeader: true,
     hideBreadcrumbs: true,

@@ -12,25 +12,22 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-// @ts-expect-error: a plain .mjs script of the repository, without declarations
 import { PROJECTS, typecheck } from "../../../scripts/typecheck.mjs";
 
 const rootDir = fileURLToPath(new URL("../../..", import.meta.url));
-const projects = PROJECTS as string[];
-const check = typecheck as (project: string) => Promise<{ code: number | null; output: string }>;
 
 describe("typecheck", () => {
   it("the root script checks these programs with TypeScript 7", async () => {
     const manifest = JSON.parse(readFileSync(join(rootDir, "package.json"), "utf8")) as { scripts: Record<string, string> };
     expect(manifest.scripts.typecheck).toBe("node scripts/typecheck.mjs");
-    expect(projects).toEqual(["packages/core", "tsconfig.json", "packages/cloudflare", "apps/worker"]);
+    expect(PROJECTS).toEqual(["packages/core", "tsconfig.json", "packages/cloudflare", "apps/worker"]);
     const repoChecks = JSON.parse(readFileSync(join(rootDir, "apps/repo-checks/package.json"), "utf8")) as { devDependencies: Record<string, string> };
     expect(repoChecks.devDependencies.typescript7).toMatch(/^npm:typescript@7\./);
   });
 
-  it.each(projects)("%s compiles without an error", async (project) => {
+  it.each(PROJECTS)("%s compiles without an error", async (project) => {
     // as tsc prints them: file(line,col): error TS…: message
-    expect(await check(project)).toEqual({ code: 0, output: "" });
+    expect(await typecheck(project)).toEqual({ code: 0, output: "" });
     // a cold check of the workspace program takes ~10 s alone and longer on a loaded 2-core machine
     // beside the rest of the suite: the limit is there for a hung compiler only
   }, 420_000);
