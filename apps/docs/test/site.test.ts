@@ -127,7 +127,7 @@ describe("the documentation site", () => {
     const checked = result.links.filter((link) => link.state === LinkState.OK);
     // (functions, type aliases and variables are sections of their module's page: about 250 links)
     expect(checked.length).toBeGreaterThan(200);
-    // ~10 s alone; minutes on a loaded machine (every page and asset over HTTP, fragments parsed)
+    // ~3 s alone; a minute or more on a loaded machine (every page and asset over HTTP, fragments parsed)
   }, 240_000);
 
   describe("in headless Chromium", () => {
