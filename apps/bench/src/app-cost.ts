@@ -38,6 +38,8 @@ export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   warmupMs: 300,
   targetRoundMs: 100,
   slices: 8,
+  // a round's figure is the median of its 8 slices (a burst of other work slows one, not the round)
+  roundFigure: "median",
   processes: 2,
   stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
   maxRounds: 31,

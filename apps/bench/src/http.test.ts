@@ -2,9 +2,10 @@
  * Smoke test of the HTTP benchmark: the apps answer as each contender should (headers, 429s), and
  * a whole run with tiny rounds reports every figure with its target. Never asserts timings.
  */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BARE, HONO_RATE_LIMITER, NOOP, SLUICE_DENIED, SLUICE_IETF, SLUICE_OFF, STATIC_HEADERS, buildApp } from "./http-apps.js";
-import { TARGETS, formatHttpReport, percentile, runHttpBench } from "./http.js";
+import { TARGETS, formatHttpReport, medianBinRate, percentile, runHttpBench } from "./http.js";
 
 const get = async (name: string) => {
   const { app, close } = await buildApp(name);
@@ -35,6 +36,16 @@ describe("HTTP apps", () => {
     expect(statuses.slice(100)).toEqual([429, 429]);
   });
 
+  it("a run's rate is its median 50 ms bin after the first 100 ms, so a burst that stalls one bin moves nothing", () => {
+    // before 100 ms: left out; [100,150): 2 responses, [150,200): 3; the last response ends the bins
+    expect(medianBinRate([0, 110, 120, 160, 170, 180, 220], 0)).toBe(50);
+    // 1 response per ms from 1,000 to 1,400 ms, but none in [1,200, 1,250): bins of 50 (×20 = 1,000/s) but one of 0
+    const times = Array.from({ length: 400 }, (_, i) => 1000 + i).filter((t) => t < 1200 || t >= 1250);
+    expect(medianBinRate(times, 900)).toBe(1000);
+    expect(times.length / 0.4).toBeLessThan(1000); // the whole run's rate counts the stall
+    expect(medianBinRate([5, 50], 0)).toBeNaN(); // shorter than one bin after the start-up
+  });
+
   it("percentiles", () => {
     expect(percentile(Float64Array.from([5, 1, 4, 2, 3]), 0.99)).toBe(5);
     expect(percentile(Float64Array.from(Array.from({ length: 100 }, (_, i) => i + 1)), 0.99)).toBe(99);
@@ -43,6 +54,8 @@ describe("HTTP apps", () => {
 
 describe("HTTP bench", () => {
   it("runs every app in its own process, interleaved, and reports ratios to the bare app with the targets", async () => {
+    const cores = () => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+    const before = cores();
     const report = await runHttpBench({
       connections: [2],
       rounds: 2,
@@ -50,6 +63,9 @@ describe("HTTP bench", () => {
       warmupSeconds: 0.2,
       contenders: [SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER],
     });
+    // the servers on one core, autocannon (this process) on the other, and this process given back every core
+    expect(report.placement).toMatch(/^(servers on core 0, autocannon on core 1 \(taskset\)|not pinned: .+)$/);
+    expect(cores()).toBe(before);
     const [scenario] = report.scenarios;
     expect(scenario?.connections).toBe(2);
     expect(scenario?.rows.map((r) => r.name)).toEqual([BARE, SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER]);

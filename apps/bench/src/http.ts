@@ -24,6 +24,7 @@ import { createInterface } from "node:readline";
 import autocannon from "autocannon";
 import { startRedisServer } from "@sluice/testing/redis-server";
 import { bundleEntry } from "./lib/bundle.js";
+import { allCores, cannotPin, pin } from "./lib/pin.js";
 import { median } from "./lib/harness.js";
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, runIfMain, summaryLines, markdownTable, target, verdict } from "./lib/report.js";
 import { type RatioStat, formatStat, perRoundRatios, ratioStat } from "./lib/stats.js";
@@ -39,6 +40,12 @@ export interface HttpBenchOptions {
   /** Warm-up run per contender and scenario, in seconds. */
   warmupSeconds: number;
   /**
+   * The first scenario's warm-up run per server process, in seconds (later scenarios use
+   * `warmupSeconds`): until V8 has optimized a server's request path its req/s climbs from run to
+   * run, and rounds measured on that climb widen every ratio's interval. @default warmupSeconds
+   */
+  firstWarmupSeconds?: number;
+  /**
    * Adaptive rounds: after `rounds`, rounds are added while any app's req/s ratio to the bare app is
    * unstable (see `lib/stats.ts`), up to this many rounds in all.
    * @default rounds
@@ -48,6 +55,12 @@ export interface HttpBenchOptions {
   extraSeconds?: number;
   /** Contenders (default: all of {@link HTTP_CONTENDERS}); the bare app is always measured. */
   contenders?: string[];
+  /**
+   * Pin every app server to core 0 and this process (autocannon) to core 1 with `taskset`, so the
+   * two never preempt each other (when there are two cores and `taskset`; the report says where
+   * they ran). @default true
+   */
+  pin?: boolean;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -55,7 +68,7 @@ export interface HttpBenchOptions {
 // 12 rounds (the 3rd and 10th bound the median's 95% interval), one or two more while a ratio is
 // unstable: the whole bench, with the in-Redis and in-app sections ahead of this one, stays under
 // 10 minutes on 2 cores
-export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 12, roundSeconds: 0.4, warmupSeconds: 0.4, maxRounds: 16, extraSeconds: 8 };
+export const DEFAULT_HTTP_OPTIONS: HttpBenchOptions = { connections: [10, 100], rounds: 12, roundSeconds: 0.4, warmupSeconds: 0.4, firstWarmupSeconds: 1.5, maxRounds: 16, extraSeconds: 6 };
 
 /** Targets from the issue: `@sluice/hono` with IETF headers, allowed path. */
 export const TARGETS = { vsBare: 0.85, vsHonoRateLimiter: 1.25 } as const;
@@ -95,6 +108,8 @@ export interface HttpBenchReport {
   readonly machine: MachineInfo;
   readonly options: Omit<HttpBenchOptions, "log">;
   readonly scenarios: HttpScenario[];
+  /** Where the servers and the load generator ran: `"servers on core 0, autocannon on core 1 (taskset)"`, or why not pinned. */
+  readonly placement?: string;
   readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
 }
 
@@ -151,23 +166,63 @@ interface Run {
   codes: Record<string, number>;
 }
 
-/** One autocannon run; every response's latency (ms, fractional) is recorded here, 429s included. */
-function cannon(port: number, connections: number, seconds: number): Promise<{ result: autocannon.Result; latencies: Float64Array }> {
+/** The length of the bins a run's throughput is taken over, and the start-up left out before the first, in ms. */
+export const BIN_MS = 50;
+export const SKIP_MS = 100;
+
+/**
+ * A run's throughput, robust to a burst of other work: the responses counted in consecutive
+ * {@link BIN_MS} bins from {@link SKIP_MS} after the start (connections opened, the first requests
+ * answered) to the last response, and the median bin's rate (responses per second). A burst that
+ * takes the core for a few ms slows one or two bins; the median bin is the run's steady rate. On
+ * this machine a 0.4 s run's whole-run rate varied ±8% between identical servers, its median bin
+ * ±4%. `times` are response times (ms, ascending); NaN when the run is shorter than one bin.
+ *
+ * @example
+ * ```ts
+ * medianBinRate([0, 110, 120, 160, 170, 180, 220], 0); // bins [100,150) 2, [150,200) 3: (2+3)/2 per 50 ms = 50 per second
+ * ```
+ */
+export function medianBinRate(times: ArrayLike<number>, startMs: number, binMs = BIN_MS, skipMs = SKIP_MS): number {
+  const from = startMs + skipMs;
+  const to = times.length === 0 ? from : (times[times.length - 1] as number);
+  const bins: number[] = [];
+  let i = 0;
+  while (i < times.length && (times[i] as number) < from) i++;
+  for (let b = from; b + binMs <= to; b += binMs) {
+    let n = 0;
+    while (i < times.length && (times[i] as number) < b + binMs) {
+      n++;
+      i++;
+    }
+    bins.push((n * 1000) / binMs);
+  }
+  return bins.length === 0 ? NaN : median(bins);
+}
+
+/** One autocannon run; every response's latency (ms, fractional) and time (ms, `performance.now`) is recorded here, 429s included. */
+function cannon(port: number, connections: number, seconds: number): Promise<{ result: autocannon.Result; latencies: Float64Array; times: Float64Array; startMs: number }> {
   return new Promise((resolve, reject) => {
     let latencies = new Float64Array(1 << 16);
+    let times = new Float64Array(1 << 16);
     let n = 0;
+    const startMs = performance.now();
     const instance = autocannon(
       // sampleInt: autocannon stops at the first sample tick after `duration`; with its default
       // tick (1 s) a shorter run lasts a whole second anyway, so the tick is 100 ms
       { url: `http://127.0.0.1:${port}/`, connections, duration: seconds, sampleInt: 100, headers: { "x-api-key": "bench" } },
-      (error, result) => (error ? reject(error) : resolve({ result, latencies: latencies.subarray(0, n) })),
+      (error, result) => (error ? reject(error) : resolve({ result, latencies: latencies.subarray(0, n), times: times.subarray(0, n), startMs })),
     );
     instance.on("response", (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
       if (n === latencies.length) {
         const grown = new Float64Array(n * 2);
         grown.set(latencies);
         latencies = grown;
+        const grownTimes = new Float64Array(n * 2);
+        grownTimes.set(times);
+        times = grownTimes;
       }
+      times[n] = performance.now();
       latencies[n++] = responseTime;
     });
   });
@@ -183,7 +238,7 @@ export function percentile(values: Float64Array, p: number): number {
 /** One autocannon run against `server`, with its CPU time read around it; checks every answer. */
 async function measure(server: Server, connections: number, seconds: number): Promise<Run> {
   const before = await server.cpuUs();
-  const { result: r, latencies } = await cannon(server.port, connections, seconds);
+  const { result: r, latencies, times, startMs } = await cannon(server.port, connections, seconds);
   const after = await server.cpuUs();
   const total = r.requests.total;
   const codes: Record<string, number> = {};
@@ -198,7 +253,8 @@ async function measure(server: Server, connections: number, seconds: number): Pr
   const others = Object.entries(codes).filter(([code]) => code !== expected).reduce((n, [, c]) => n + c, 0);
   const allowedOthers = DENYING.has(server.name) ? 100 : 0; // the denying app's quota lets its first requests through
   if (others > allowedOthers) throw new Error(`${server.name}: ${others} answers were not ${expected}: ${JSON.stringify(codes)}`);
-  return { rps: total / r.duration, p99: percentile(latencies, 0.99), cpuUs: (after - before) / total, codes };
+  const steady = medianBinRate(times, startMs);
+  return { rps: Number.isFinite(steady) ? steady : total / r.duration, p99: percentile(latencies, 0.99), cpuUs: (after - before) / total, codes };
 }
 
 /** The mean of some runs' figures (status codes summed). */
@@ -228,14 +284,28 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
   // the same app (how V8 compiled each) shows in the spread rather than between two runs
   const servers: Server[][] = [];
   const scenarios: HttpScenario[] = [];
+  let placement = "not pinned (pin: false)";
+  let pinnedSelf = false;
   try {
     for (const name of names) {
       const options2 = redis === undefined ? {} : { redisUrl: redis.url };
       servers.push([await startServer(bundle, name, options2), await startServer(bundle, name, options2)]);
     }
+    if (options.pin !== false) {
+      // the servers on core 0 (the Redis server too, for the Redis-backed app), the load generator on core 1
+      const why = cannotPin();
+      const pids = [...servers.flat().map((s) => s.child.pid as number), ...(redis?.pid !== undefined ? [redis.pid] : [])];
+      const failed = why ?? pids.map((pid) => pin(pid, 0)).find((f) => f !== undefined) ?? pin(process.pid, 1);
+      if (failed === undefined) {
+        placement = "servers on core 0, autocannon on core 1 (taskset)";
+        pinnedSelf = true;
+      } else placement = `not pinned: ${failed}`;
+    }
+    log(`HTTP: ${placement}`);
     for (const connections of options.connections) {
       log(`HTTP: ${names.length} apps (2 processes each), ${connections} connections, ${options.rounds} rounds of ${options.roundSeconds} s (load ${loadAvgNow()}) ...`);
-      for (const pair of servers) for (const server of pair) await measure(server, connections, options.warmupSeconds);
+      const warmup = scenarios.length === 0 ? (options.firstWarmupSeconds ?? options.warmupSeconds) : options.warmupSeconds;
+      for (const pair of servers) for (const server of pair) await measure(server, connections, warmup);
       // each round: bare, A, bare, B, bare, … , bare — every app's figure is compared with the
       // bare app's runs just before and just after it (the others' order rotating by round)
       const runs: Run[][] = servers.map(() => []);
@@ -268,6 +338,7 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
       scenarios.push(scenarioReport(connections, names, runs, bareAround));
     }
   } finally {
+    if (pinnedSelf) pin(process.pid, allCores());
     await Promise.all(servers.flat().map((s) => s.stop()));
     await redis?.stop();
   }
@@ -288,6 +359,7 @@ export async function runHttpBench(options: HttpBenchOptions = DEFAULT_HTTP_OPTI
     machine: { ...machine, loadAvgEnd: loadAvgNow() },
     options: recorded,
     scenarios,
+    placement,
     summary: { pass, miss: misses.length, misses },
   };
 }

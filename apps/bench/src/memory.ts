@@ -66,6 +66,8 @@ export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   warmupMs: 120,
   targetRoundMs: 100,
   slices: 5,
+  // a round's figure is the median of its 5 slices: a burst of other work that slows one slice moves nothing
+  roundFigure: "median",
   processes: 3,
   // adaptive rounds: each process adds rounds (up to 10) until its ratios to rate-limiter-flexible
   // and the floor are stable, within ~1.2 s of rounds (15 processes: the section's budget is ~20 s)
@@ -183,6 +185,7 @@ export async function runMemoryBench(options: MemoryBenchOptions = DEFAULT_MEMOR
     ...(options.warmupOps !== undefined ? { warmupOps: options.warmupOps } : {}),
     ...(options.opsPerRound !== undefined ? { opsPerRound: options.opsPerRound } : {}),
     ...(options.slices !== undefined ? { slices: options.slices } : {}),
+    ...(options.roundFigure !== undefined ? { roundFigure: options.roundFigure } : {}),
     ...(options.stableAgainst !== undefined ? { stableAgainst: options.stableAgainst } : {}),
     ...(options.maxRounds !== undefined ? { maxRounds: options.maxRounds } : {}),
     ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}),

@@ -327,7 +327,7 @@ export async function measureTcp(url: string, options: TcpOptions): Promise<TcpS
       const contenders: (TcpContender & { readonly profiles: RoundProfile[] })[] = [];
       try {
         for (const name of names) contenders.push(profiled(await tcpContender(name, url, keys, options.inFlight), admin));
-        const { rounds, warmupMs, targetRoundMs, warmupOps, opsPerRound, slices, stableAgainst, maxRounds, budgetMs } = options;
+        const { rounds, warmupMs, targetRoundMs, warmupOps, opsPerRound, slices, roundFigure, stableAgainst, maxRounds, budgetMs } = options;
         const results = await measureThroughput(contenders, {
           rounds,
           warmupMs,
@@ -338,6 +338,7 @@ export async function measureTcp(url: string, options: TcpOptions): Promise<TcpS
           ...(warmupOps !== undefined ? { warmupOps } : {}),
           ...(opsPerRound !== undefined ? { opsPerRound } : {}),
           ...(slices !== undefined ? { slices } : {}),
+          ...(roundFigure !== undefined ? { roundFigure } : {}),
         });
         out.push({ keys: keyCount, inFlight: options.inFlight, results, profiles: contenders.map((c) => c.profiles) });
       } finally {

@@ -35,7 +35,7 @@ import { Ratelimit } from "@upstash/ratelimit";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import type IORedis from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { allStable, buildKeys, shuffled } from "./lib/harness.js";
+import { allStable, buildKeys, median, shuffled } from "./lib/harness.js";
 import { connectIORedis } from "./redis-contenders.js";
 
 export const CEILING = "ceiling: INCR + PEXPIRE script";
@@ -201,7 +201,12 @@ async function build(name: string, url: string, bridge: { url: string; token: st
       return sluice(slidingWindow({ limit: NEVER, window: "1m" }), "cost-sw");
     case LOG:
       // a log that holds what one key receives in a minute of the run (a few dozen entries)
-      return sluice(slidingLog({ limit: 1000, window: "1m" }), "cost-log");
+      // a 100 ms window, shorter than the time between two calls on a key: each call finds one
+      // expired entry, drops it and adds its own, so the figure is a log's fixed cost per decision
+      // (every entry a key holds adds to it). With a minute the log grew for the whole run and so
+      // did its cost (9 µs in the first round, 16 µs in the 31st); with 2 s its length followed
+      // how long each round took
+      return sluice(slidingLog({ limit: 1000, window: "100ms" }), "cost-log");
     case BUCKET:
       return sluice(tokenBucket({ capacity: NEVER, refillRate: NEVER }), "cost-tb");
     case LEAKY:
@@ -284,10 +289,17 @@ export interface RedisCostOptions {
   rounds: number;
   /** Rounds may be added up to this many while a ratio of `pairs` is unstable. */
   maxRounds: number;
-  /** Time the measured rounds may take, in ms: no round is added after it. */
+  /** Time the added rounds may take, in ms, from the end of the first `rounds`: no round is added after it. */
   budgetMs: number;
   /** Decisions per contender and round. */
   decisionsPerRound: number;
+  /**
+   * Parts each contender's decisions of a round are split into, each bracketed by its own
+   * `CONFIG RESETSTAT` and `INFO commandstats`: the round's script µs is the median part's, so a
+   * burst of other work on Redis's core during one part (the thread preempted inside a script, its
+   * time counted as the script's) does not move the round's figure. @default 1
+   */
+  parts?: number;
   /** Decisions per contender before the first round (scripts loaded, code compiled). */
   warmupDecisions: number;
   /** Callers in flight per contender, each awaiting one decision at a time. */
@@ -387,10 +399,14 @@ export async function measureRedisCost(url: string, options: RedisCostOptions): 
     const rounds: CostRound[][] = contenders.map(() => []);
     const scriptUs = () => rounds.map((rs) => rs.map((r) => r.scriptUs));
     const stable = () => options.pairs.every(([a, b]) => allStable([a, b], [scriptUs()[names.indexOf(a)] ?? [], scriptUs()[names.indexOf(b)] ?? []], [b]));
-    const deadline = Date.now() + options.budgetMs;
+    let deadline = Infinity;
     let settled = false;
     const maxRounds = Math.max(options.rounds, options.maxRounds);
+    const parts = Math.max(1, Math.floor(options.parts ?? 1));
+    const d = options.decisionsPerRound;
+    const partDecisions = Math.max(1, Math.round(d / parts));
     for (let round = 0; round < maxRounds; round++) {
+      if (round === options.rounds) deadline = Date.now() + options.budgetMs;
       if (round >= options.rounds) {
         settled = stable();
         if (settled || Date.now() >= deadline) break;
@@ -398,26 +414,37 @@ export async function measureRedisCost(url: string, options: RedisCostOptions): 
       for (let k = 0; k < contenders.length; k++) {
         const i = (round + k) % contenders.length;
         const c = contenders[i] as CostContender;
-        await admin.config("RESETSTAT");
-        const cpuBefore = await serverCpuSeconds(admin);
-        await decide(c, keys, options.decisionsPerRound, options.inFlight, round * options.decisionsPerRound);
-        const cpuAfter = await serverCpuSeconds(admin);
-        const stats = await commandStats(admin);
-        const d = options.decisionsPerRound;
-        let usec = 0;
+        // the contender's decisions of this round in `parts` parts, each with its own statistics
+        const partUs: number[] = [];
+        let cpuUs = 0;
         let calls = 0;
-        const byCommand: Record<string, number> = {};
-        for (const [cmd, s] of stats) {
-          if (SCRIPT_COMMANDS.has(cmd)) usec += s.usec;
-          calls += s.calls;
-          byCommand[cmd] = s.calls / d;
+        const callsBy: Record<string, number> = {};
+        for (let part = 0; part < parts; part++) {
+          // Redis's Lua heap is shared by every script: a full collection first (outside the
+          // statistics), so a part's collection steps free its own contender's garbage, not the last one's
+          await admin.eval("collectgarbage('collect') return 0", 0);
+          await admin.config("RESETSTAT");
+          const cpuBefore = await serverCpuSeconds(admin);
+          await decide(c, keys, partDecisions, options.inFlight, (round * parts + part) * partDecisions);
+          const cpuAfter = await serverCpuSeconds(admin);
+          const stats = await commandStats(admin);
+          let usec = 0;
+          for (const [cmd, s] of stats) {
+            if (SCRIPT_COMMANDS.has(cmd)) usec += s.usec;
+            calls += s.calls;
+            callsBy[cmd] = (callsBy[cmd] ?? 0) + s.calls;
+          }
+          partUs.push(usec / partDecisions);
+          cpuUs += (cpuAfter - cpuBefore) * 1e6;
         }
-        (rounds[i] as CostRound[]).push({ scriptUs: usec / d, serverCpuUs: ((cpuAfter - cpuBefore) * 1e6) / d, commands: calls / d, byCommand });
+        const all = partDecisions * parts;
+        const byCommand = Object.fromEntries(Object.entries(callsBy).map(([cmd, n]) => [cmd, n / all]));
+        (rounds[i] as CostRound[]).push({ scriptUs: median(partUs), serverCpuUs: cpuUs / all, commands: calls / all, byCommand });
       }
     }
     if (!settled) settled = stable();
     return {
-      contenders: contenders.map((c, i) => ({ name: c.name, outcome: c.outcome, decisionsPerRound: options.decisionsPerRound, rounds: rounds[i] as CostRound[] })),
+      contenders: contenders.map((c, i) => ({ name: c.name, outcome: c.outcome, decisionsPerRound: partDecisions * parts, rounds: rounds[i] as CostRound[] })),
       settled,
       client,
     };

@@ -10,7 +10,7 @@ import { CEILING, COST_CONTENDERS, FIXED, FIXED_DENIED, REFUND, RLF, RLF_DENIED,
 
 describe("in-Redis cost bench", () => {
   it("measures every contender's scripts and commands per decision, pinned or saying why not, and reports every ratio with its target", async () => {
-    const report = await runRedisCostBench({ rounds: 2, maxRounds: 2, budgetMs: 0, decisionsPerRound: 20, warmupDecisions: 20, inFlight: 2, keyCount: 10 });
+    const report = await runRedisCostBench({ rounds: 2, maxRounds: 2, budgetMs: 0, decisionsPerRound: 20, parts: 2, warmupDecisions: 20, inFlight: 2, keyCount: 10 });
     expect(report.rows.map((r) => r.name)).toEqual([...COST_CONTENDERS]);
     expect(report.server.placement).toMatch(/^(pinned to core 0 \(taskset\)|not pinned: .+)$/);
     expect(report.client).toBe(report.server.placement.startsWith("pinned") ? "pinned to core 1" : "not pinned");

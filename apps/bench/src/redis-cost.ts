@@ -20,11 +20,11 @@
  *
  * @module
  */
-import { spawnSync } from "node:child_process";
 import { cpus } from "node:os";
 import { startRedisServer } from "@sluice/testing/redis-server";
 import IORedis from "ioredis";
 import { runInChild } from "./lib/child.js";
+import { hasTaskset, pin } from "./lib/pin.js";
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, markdownTable, runIfMain, summaryLines, target } from "./lib/report.js";
 import { type RatioStat, formatStat, median, pairedStat } from "./lib/stats.js";
 import {
@@ -62,12 +62,18 @@ export interface RedisCostBenchOptions extends Omit<RedisCostOptions, "pairs" | 
 // median's interval leaves out, and the interval narrows as rounds are added
 export const DEFAULT_REDIS_COST_OPTIONS: RedisCostBenchOptions = {
   rounds: 11,
-  maxRounds: 31,
+  maxRounds: 41,
   budgetMs: 18_000,
   decisionsPerRound: 500,
+  // each contender's 500 decisions of a round in 5 parts of 100, the round's figure the median part's
+  parts: 5,
   warmupDecisions: 1_000,
   inFlight: 4,
-  keyCount: 1_000,
+  // 100 keys, each hit every ~0.1 s by its contender: the buckets push their key's TTL (PEXPIRE) about
+  // once a second per key, about one call in ten, in every round alike. Over 1,000 keys a key came
+  // back every ~1.3 s, about the TTL's slack, so whether nearly every call or almost none sent a
+  // PEXPIRE turned on how long a round took (6.4 or 8.0 µs per decision, round by round)
+  keyCount: 100,
 };
 
 /** A ratio of script µs per decision: `contender ÷ against`, lower is cheaper; a target where the issue set one. */
@@ -126,19 +132,6 @@ export interface RedisCostReport {
 
 const CONTENDERS_URL = new URL("./redis-cost-contenders.ts", import.meta.url).href;
 
-/** Whether `taskset` can be run. */
-function hasTaskset(): boolean {
-  const r = spawnSync("taskset", ["--version"], { stdio: "ignore" });
-  return r.error === undefined && r.status === 0;
-}
-
-/** Pins every thread of `pid` to `core`; undefined on success, else why not. */
-function pin(pid: number, core: number): string | undefined {
-  const r = spawnSync("taskset", ["-a", "-cp", String(core), String(pid)], { encoding: "utf8" });
-  if (r.error !== undefined) return r.error.message;
-  return r.status === 0 ? undefined : (r.stderr || `exit ${r.status}`).trim();
-}
-
 function rowOf(m: CostMeasurement): CostRow {
   const names = new Set(m.rounds.flatMap((r) => Object.keys(r.byCommand)));
   return {
@@ -183,7 +176,7 @@ export async function runRedisCostBench(options: RedisCostBenchOptions = DEFAULT
     const { log: _log, pin: _pin, ...childOptions } = options;
     measured = await runInChild<RedisCostMeasurement>(CONTENDERS_URL, "measureRedisCost", [
       server.url,
-      { ...childOptions, contenders: names, pairs: specs.filter((s) => s.bound !== undefined).map((s) => [s.contender, s.against]), ...(clientCore !== undefined ? { clientCore } : {}) },
+      { ...childOptions, contenders: names, pairs: specs.map((s) => [s.contender, s.against]), ...(clientCore !== undefined ? { clientCore } : {}) },
     ]);
   } finally {
     await server.stop();

@@ -71,6 +71,7 @@ export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
   warmupMs: 400,
   targetRoundMs: 250,
   slices: 4,
+  roundFigure: "median",
   processes: 2,
   // adaptive rounds: each process adds rounds (up to 11) until the ratios to the ceiling and to
   // rate-limiter-flexible are stable, within ~2 s of rounds per scenario

@@ -184,16 +184,29 @@ describe("adaptive rounds", () => {
     expect(capped[1]?.roundOpsPerSec).toHaveLength(8);
     expect(capped[1]?.settled).toBe(false);
     // a round takes 200 ms of the fake clock (two contenders, 10 ops at 100/s), the 4th 150 ms; the
-    // first 3 always run (to 600 ms), then rounds start at 600 and 750 ms of a 900 ms budget, not at 950
+    // first 3 always run (to 600 ms) and the budget counts from there: with 400 ms, rounds are added
+    // at 600, 750 and 950 ms of a deadline at 1,000 ms, and none at 1,150
     const clock2 = { ms: 0 };
     const budgeted = await measureThroughput([scripted(clock2, "base", () => 100), scripted(clock2, "x", oneOutlier)], {
       ...options,
       stableAgainst: ["base"],
       maxRounds: 20,
-      budgetMs: 900,
+      budgetMs: 400,
       clock: () => clock2.ms,
     });
-    expect(budgeted[1]?.roundOpsPerSec).toHaveLength(5);
+    expect(budgeted[1]?.roundOpsPerSec).toHaveLength(6);
     expect(budgeted[1]?.settled).toBe(false);
+  });
+
+  it("takes a round's figure as the median of its slices with roundFigure: \"median\", as their sum without", async () => {
+    // one contender whose 2nd slice of every round runs at a tenth of its rate: 4 ops per slice
+    // (10 per round in 3 slices), at 100/s, 10/s and 100/s: 40 + 400 + 40 ms
+    const run = async (roundFigure: "sum" | "median") => {
+      const clock = { ms: 0 };
+      const results = await measureThroughput([scripted(clock, "x", (k) => (k % 3 === 1 ? 10 : 100))], { ...options, slices: 3, roundFigure, clock: () => clock.ms });
+      return results[0]?.roundOpsPerSec;
+    };
+    expect(await run("sum")).toEqual([25, 25, 25]); // 12 ops in 480 ms
+    expect(await run("median")).toEqual([100, 100, 100]);
   });
 });

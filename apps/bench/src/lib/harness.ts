@@ -54,6 +54,13 @@ export interface ThroughputOptions {
    */
   slices?: number;
   /**
+   * How a contender's round figure is made from its slices: `"sum"`, the round's operations over
+   * the sum of its slices' times; or `"median"`, the median of its slices' rates, so a burst of
+   * other work that slows one or two slices of a round (a shared machine's noise) moves neither
+   * the round's figure nor the ratios paired with it. @default "sum"
+   */
+  roundFigure?: "sum" | "median";
+  /**
    * Adaptive rounds: after `rounds` rounds, rounds are added one at a time until every contender's
    * per-round ratio to each of these contenders (by name) is stable (a 95% interval of the median
    * within ±5%, see `stats.ts`), or `maxRounds` or `budgetMs` is reached. Unset: exactly `rounds`.
@@ -61,7 +68,10 @@ export interface ThroughputOptions {
   stableAgainst?: readonly string[];
   /** The most rounds adaptive measuring may reach. @default rounds */
   maxRounds?: number;
-  /** Time budget of the measured rounds (warm-up excluded), in ms: no round starts after it. @default Infinity */
+  /**
+   * Time budget of the added rounds, in ms, counted from the end of the first `rounds` rounds: no
+   * round is added after it. @default Infinity
+   */
   budgetMs?: number;
   /** The clock every run is timed with, in ms (tests give one that the contenders advance). @default performance.now */
   clock?: () => number;
@@ -164,22 +174,29 @@ export async function measureThroughput(contenders: readonly Contender[], option
   const adaptive = options.stableAgainst !== undefined && options.stableAgainst.length > 0;
   const maxRounds = adaptive ? Math.max(options.rounds, options.maxRounds ?? options.rounds) : options.rounds;
   const clock = options.clock ?? wallClock;
-  const deadline = clock() + (options.budgetMs ?? Infinity);
+  const medianOfSlices = options.roundFigure === "median";
+  let deadline = Infinity;
   let settled = false;
   for (let round = 0; round < maxRounds; round++) {
+    if (round === options.rounds) deadline = clock() + (options.budgetMs ?? Infinity);
     if (round >= options.rounds) {
       settled = allStable(names, rounds, options.stableAgainst ?? []);
       if (settled || clock() >= deadline) break;
     }
     const elapsed = contenders.map(() => 0);
+    const sliceRates: number[][] = contenders.map(() => []);
     collect();
     for (let slice = 0; slice < slices; slice++) {
       for (let k = 0; k < contenders.length; k++) {
         const i = (round + slice + k) % contenders.length;
-        elapsed[i] = (elapsed[i] as number) + (await timed(contenders[i] as Contender, sliceOps[i] as number, "round", clock));
+        const ms = await timed(contenders[i] as Contender, sliceOps[i] as number, "round", clock);
+        elapsed[i] = (elapsed[i] as number) + ms;
+        (sliceRates[i] as number[]).push(((sliceOps[i] as number) * 1000) / ms);
       }
     }
-    for (let i = 0; i < contenders.length; i++) (rounds[i] as number[]).push(((sliceOps[i] as number) * slices * 1000) / (elapsed[i] as number));
+    for (let i = 0; i < contenders.length; i++) {
+      (rounds[i] as number[]).push(medianOfSlices ? median(sliceRates[i] as number[]) : ((sliceOps[i] as number) * slices * 1000) / (elapsed[i] as number));
+    }
   }
   if (adaptive && !settled) settled = allStable(names, rounds, options.stableAgainst ?? []);
   return contenders.map((contender, i) => ({
