@@ -62,6 +62,7 @@ describe("HTTP bench", () => {
       roundSeconds: 0.3,
       warmupSeconds: 0.2,
       contenders: [SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER],
+      pin: true,
     });
     // the servers on one core, autocannon (this process) on the other, and this process given back every core
     expect(report.placement).toMatch(/^(servers on core 0, autocannon on core 1 \(taskset\)|not pinned: .+)$/);

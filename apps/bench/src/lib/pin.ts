@@ -1,8 +1,8 @@
 /**
  * Pinning processes to cores with `taskset` (util-linux), so that on a 2-core machine a server and
  * the client that loads it each keep a core of their own and never preempt each other. Used by the
- * in-Redis section (redis-server on core 0, the clients on core 1) and the HTTP section (the app
- * servers on core 0, autocannon on core 1).
+ * in-Redis section (redis-server on core 0, the clients on core 1) and, with `pin: true`, the HTTP
+ * section (the app servers on core 0, autocannon on core 1).
  *
  * @module
  */
