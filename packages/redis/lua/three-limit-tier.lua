@@ -5,13 +5,14 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA bf6d3fee2619af211f27b47b6d78061c79cd8089; below this header, the script byte for byte)
+-- (EVALSHA 3f40905f96cfb7e621c08fcae4d5f58dd5a28f15; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
+-- (the fast path, a consume every policy allows, sends only remaining, reset_at, delay and refill_at per policy),
 -- then one mark per bucket (tb3: its TAT plus refund shift right after an allowed consume, µs; 0 otherwise),
 -- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
@@ -198,7 +199,7 @@ if pass then
   local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
   local tb3_refill_at = now_ms
   if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil((max((floor(tb3_diff / tb3_t) + 1) * tb3_t, tb3_t) - tb3_diff) / 1000) end
-  return { now_ms, 1, sw1_remaining, (sw1_new_window + 2) * 60000, 0, 0, sw1_refill_at, 0, 1, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, 0, (fw2_new_window + 1) * 86400000, 0, 1, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, 0, tb3_refill_at, 0, tb3_new_tat + tb3_new_shift, override }
+  return { now_ms, sw1_remaining, (sw1_new_window + 2) * 60000, 0, sw1_refill_at, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, (fw2_new_window + 1) * 86400000, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, tb3_refill_at, tb3_new_tat + tb3_new_shift, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the

@@ -200,41 +200,63 @@ class ScriptBinding implements BoundStore {
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
     const marked = this.#marked;
-    const length = 1 + 7 * n + marked.length;
-    // the numbers, then the body of the key's live override when it has one
-    const body = Array.isArray(reply) && reply.length === length + 1 ? reply[length] : undefined;
-    if (!Array.isArray(reply) || (reply.length !== length && typeof body !== "string") || !numbersUpTo(reply, length)) {
+    // the full form (7 numbers per policy) or the fast path's compact one (4: remaining, resetAt,
+    // delayMs, refillAt of an allowed answer), then the marks, then the body of the key's live
+    // override when it has one; the lengths differ by 3n, more than the override's 1
+    const full = 1 + 7 * n + marked.length;
+    const compact = 1 + 4 * n + marked.length;
+    const size = Array.isArray(reply) ? reply.length : -1;
+    const length = size === compact || size === compact + 1 ? compact : full;
+    const body = size === length + 1 ? (reply as unknown[])[length] : undefined;
+    if (!Array.isArray(reply) || (size !== length && typeof body !== "string") || !numbersUpTo(reply, length)) {
       throw new SluiceStoreError(
-        `[sluice] [redis] malformed reply from the decide script: expected ${length} integers; got ${preview(reply)}`,
+        `[sluice] [redis] malformed reply from the decide script: expected ${full} (or ${compact}) integers; got ${preview(reply)}`,
       );
     }
     // under an override, each result's limit is the policy's effective quota
     const override = body === undefined ? undefined : overrideFromText(body as string);
     const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
     const policies: PolicyResult[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const b = 1 + i * 7;
-      const retry = reply[b + 3] as number;
-      policies[i] = {
-        policy: this.#names[i] as string,
-        allowed: reply[b] === 1,
-        limit: limits[i] as number,
-        remaining: reply[b + 1] as number,
-        resetAt: reply[b + 2] as number,
-        retryAfterMs: retry < 0 ? Infinity : retry,
-        delayMs: reply[b + 4] as number,
-        refillAt: reply[b + 5] as number,
-      };
-      const blockedUntil = reply[b + 6] as number;
-      if (blockedUntil > 0) {
-        (policies[i] as PolicyResult).blocked = true;
-        (policies[i] as PolicyResult).blockedUntil = blockedUntil;
+    if (length === compact) {
+      for (let i = 0; i < n; i++) {
+        const b = 1 + i * 4;
+        policies[i] = {
+          policy: this.#names[i] as string,
+          allowed: true,
+          limit: limits[i] as number,
+          remaining: reply[b] as number,
+          resetAt: reply[b + 1] as number,
+          retryAfterMs: 0,
+          delayMs: reply[b + 2] as number,
+          refillAt: reply[b + 3] as number,
+        };
+      }
+    } else {
+      for (let i = 0; i < n; i++) {
+        const b = 1 + i * 7;
+        const retry = reply[b + 3] as number;
+        policies[i] = {
+          policy: this.#names[i] as string,
+          allowed: reply[b] === 1,
+          limit: limits[i] as number,
+          remaining: reply[b + 1] as number,
+          resetAt: reply[b + 2] as number,
+          retryAfterMs: retry < 0 ? Infinity : retry,
+          delayMs: reply[b + 4] as number,
+          refillAt: reply[b + 5] as number,
+        };
+        const blockedUntil = reply[b + 6] as number;
+        if (blockedUntil > 0) {
+          (policies[i] as PolicyResult).blocked = true;
+          (policies[i] as PolicyResult).blockedUntil = blockedUntil;
+        }
       }
     }
     if (marked.length === 0) return override === undefined ? { now: reply[0] as number, policies } : { now: reply[0] as number, policies, override };
     // the marks of an allowed consume (0 in any other reply), after the policies' numbers
     const marks: number[] = new Array(n).fill(0);
-    for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[1 + 7 * n + j] as number;
+    const at = length - marked.length;
+    for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[at + j] as number;
     return override === undefined ? { now: reply[0] as number, policies, marks } : { now: reply[0] as number, policies, marks, override };
   }
 

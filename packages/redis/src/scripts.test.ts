@@ -3,7 +3,7 @@ import { MAX_POLICIES, fixedWindow, leakyBucket, slidingLog, slidingWindow, toke
 import { policySpecArbitrary, policyFromSpec } from "@sluice/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { controlScript, decideScript } from "./scripts.js";
+import { controlScript, decideScript, luaListItems } from "./scripts.js";
 import { sha1 } from "./sha1.js";
 
 const nodeSha1 = (text: string) => createHash("sha1").update(text).digest("hex");
@@ -51,6 +51,19 @@ describe("decideScript", () => {
     expect(script).toContain(`'HMGET', KEYS[1], "burst|tb", "per-minute|sw", '@expires', '|override', '|block')`);
     expect(script.match(/redis\.call\('HMGET'/g)).toHaveLength(1);
     expect(script).toContain("out[#out + 1] = override");
+  });
+
+  it("answers the fast path in the compact form: 4 numbers per policy (remaining, reset_at, delay, refill_at), then the marks and the override", () => {
+    const { script } = decideScript([fixedWindow({ limit: 10, window: "1m" })]);
+    const fast = script.split("\n").find((line) => line.startsWith("  return { now_ms, ") && line.endsWith(", override }"));
+    expect(fast).toBe("  return { now_ms, fw1_limit - fw1_new_count, (fw1_new_window + 1) * 60000, 0, (fw1_new_window + 1) * 60000, override }");
+    // a three-limit tier: 1 + 3 × 4 + one mark (the bucket's) numbers, where the full form has 1 + 3 × 7 + 1
+    const tierFast = decideScript(tier.slice(0, 3)).script.split("\n").find((line) => line.startsWith("  return { now_ms, ") && line.endsWith(", override }"));
+    expect(luaListItems(tierFast!.slice("  return { ".length, -" }".length))).toHaveLength(1 + 3 * 4 + 1 + 1);
+  });
+
+  it("splits a Lua list at its top-level commas only", () => {
+    expect(luaListItems("1, max(a, b), 0, { x, y }, t[i], ceil((a + 1) / 2)")).toEqual(["1", "max(a, b)", "0", "{ x, y }", "t[i]", "ceil((a + 1) / 2)"]);
   });
 
   it("is the same text for the same policies and different for different ones", () => {
