@@ -64,16 +64,17 @@ export interface MemoryBenchOptions extends ThroughputOptions {
 export const DEFAULT_MEMORY_OPTIONS: MemoryBenchOptions = {
   rounds: 7,
   warmupMs: 120,
-  targetRoundMs: 100,
+  targetRoundMs: 80,
   slices: 5,
   // a round's figure is the median of its 5 slices: a burst of other work that slows one slice moves nothing
   roundFigure: "median",
   processes: 3,
-  // adaptive rounds: each process adds rounds (up to 10) until its ratios to rate-limiter-flexible
-  // and the floor are stable, within ~1.2 s of rounds (15 processes: the section's budget is ~20 s)
+  // adaptive rounds: after its 7, each process adds rounds (up to 10) while a ratio to
+  // rate-limiter-flexible or the floor is unstable, none starting 0.7 s after the 7th ended (a round
+  // of a process with 7 contenders takes ~0.6 s; 15 processes × 3 scenarios: at most ~1 minute more)
   stableAgainst: [RLF, FLOOR],
   maxRounds: 10,
-  budgetMs: 1_200,
+  budgetMs: 700,
   manyKeys: 100_000,
   heapKeys: 1_000_000,
 };
