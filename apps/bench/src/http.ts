@@ -1,7 +1,7 @@
 /**
  * `pnpm --filter @sluice/bench bench:http`: requests per second through a Hono app on
  * `@hono/node-server`, measured from outside with autocannon on loopback, for each middleware in
- * {@link HTTP_CONTENDERS}, as ratios to the bare app (req/s and p99 latency), with 10 and 100
+ * {@link HTTP_CONTENDERS}, as ratios to the bare app (req/s and server CPU per request; p99 latency in ms), with 10 and 100
  * connections.
  *
  * Setup (2 cores): each contender's app runs in its own child process (bundled like the published
@@ -10,7 +10,8 @@
  * share an event loop, and on a 2-core machine each can have a core. Every round alternates the
  * bare app with each other app — bare, A, bare, B, bare, … — in short autocannon runs (the others'
  * order rotating by round), and an app's per-round ratio is its run against the mean of the bare
- * runs just before and after it, so the load of that moment hits both; a ratio is the median of
+ * runs just before and after it, so the load of that moment hits both (a run's req/s is its median
+ * 50 ms bin, see {@link medianBinRate}); a ratio is the median of
  * the per-round ratios, with the 95% confidence interval of that median (order statistics, `lib/stats.ts`), and is
  * printed as unstable when the interval leaves ±5% of the median; while an app's ratio is unstable the scenario adds
  * rounds (up to `maxRounds`, within `extraSeconds`). The server's own CPU time per request (user + system, read over IPC around

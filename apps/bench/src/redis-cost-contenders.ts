@@ -200,7 +200,6 @@ async function build(name: string, url: string, bridge: { url: string; token: st
     case SLIDING:
       return sluice(slidingWindow({ limit: NEVER, window: "1m" }), "cost-sw");
     case LOG:
-      // a log that holds what one key receives in a minute of the run (a few dozen entries)
       // a 100 ms window, shorter than the time between two calls on a key: each call finds one
       // expired entry, drops it and adds its own, so the figure is a log's fixed cost per decision
       // (every entry a key holds adds to it). With a minute the log grew for the whole run and so
