@@ -168,7 +168,10 @@ export function luaListItems(list: string): string[] {
 function compactValues(kind: string, values: string): string {
   const items = luaListItems(values);
   if (items.length !== 6 || items[0] !== "1" || items[3] !== "0") {
-    throw new Error(`[sluice] [redis] ${kind}: an allowed answer must be "1, remaining, reset_at, 0, delay, refill_at"; got ${values}`);
+    // an algorithm's Lua out of shape (a bug of ours, never the caller's): refused before any script exists
+    throw new SluiceConfigError(`[sluice] [redis] policies: ${kind}'s allowed answer must be "1, remaining, reset_at, 0, delay, refill_at"; got ${values}`, {
+      option: "policies",
+    });
   }
   return [items[1], items[2], items[4], items[5]].join(", ");
 }
