@@ -21,10 +21,6 @@ export const MAX_KEY_LENGTH = 4096;
 /** The most policies one limiter (or one tier) may have: the same on every store. */
 export const MAX_POLICIES = 12;
 
-const SPECIAL = /[%:{}]/;
-const SPECIAL_ALL = /[%:{}]/g;
-const ESCAPES: Readonly<Record<string, string>> = { "%": "%25", ":": "%3A", "{": "%7B", "}": "%7D" };
-const escapeChar = (c: string): string => ESCAPES[c] as string;
 /** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /**
@@ -37,9 +33,24 @@ const wellFormed: (s: string) => boolean =
     ? (s) => (s as string & { isWellFormed(): boolean }).isWellFormed()
     : (s) => !LONE_SURROGATE.test(s);
 
-/** Escapes one part of a storage key (see the module comment). */
+/**
+ * Escapes one part of a storage key (see the module comment). A loop over the code units rather
+ * than a regular expression's `replace` with a callback: every Redis and Durable Object decision
+ * encodes its key, and keys usually hold a `:` (`"user:42"`, `"ip:203.0.113.7"`), where the loop
+ * takes about a fifth of the time; a part without special characters is returned as it is.
+ */
 export function encodeKeyPart(part: string): string {
-  return SPECIAL.test(part) ? part.replace(SPECIAL_ALL, escapeChar) : part;
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < part.length; i++) {
+    const c = part.charCodeAt(i);
+    // % : { }
+    if (c === 37 || c === 58 || c === 123 || c === 125) {
+      out += part.slice(from, i) + (c === 37 ? "%25" : c === 58 ? "%3A" : c === 123 ? "%7B" : "%7D");
+      from = i + 1;
+    }
+  }
+  return from === 0 ? part : out + part.slice(from);
 }
 
 /**

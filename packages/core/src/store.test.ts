@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
-import { type StoredState, assertNamespace, decideState, peekState, policyField } from "./store.js";
+import { type StoredState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey } from "./store.js";
 import type { StoreResult } from "./types.js";
 
 const T0 = 1_767_225_600_000;
@@ -176,5 +176,44 @@ describe("assertNamespace", () => {
       "[sluice] policies must hold at most 12 policies",
     );
     expect(() => new MemoryStore().bind({ prefix: "a b", policies: [p] })).toThrow(expect.objectContaining({ code: "SLUICE_CONFIG", option: "prefix" }));
+  });
+});
+
+describe("storageKey / encodeKeyPart", () => {
+  it("escapes %, :, { and } and joins prefix, tier and key with ':'", () => {
+    expect(storageKey({ prefix: "app" }, "team:alice")).toBe("app::team%3Aalice");
+    expect(storageKey({ prefix: "app:team" }, "alice")).toBe("app%3Ateam::alice");
+    expect(storageKey({ prefix: "P", tier: "free" }, "bob")).toBe("P:free:bob");
+    expect(encodeKeyPart("%:{}")).toBe("%25%3A%7B%7D");
+    expect(encodeKeyPart(":a::b:")).toBe("%3Aa%3A%3Ab%3A");
+    expect(encodeKeyPart("ip:2001:db8::1")).toBe("ip%3A2001%3Adb8%3A%3A1");
+    expect(encodeKeyPart("100%")).toBe("100%25");
+    expect(encodeKeyPart("plain-key_42")).toBe("plain-key_42");
+  });
+
+  it("is undone by decoding, never yields ':', '{' or '}', and agrees with a one-pass regular expression", () => {
+    const decode = (s: string) => s.replace(/%(25|3A|7B|7D)/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    const reference = (s: string) => s.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    const part = fc.string({ unit: fc.constantFrom("%", ":", "{", "}", "a", "Z", "3", "A", "é", "😀", "2", "5", "7", "D") });
+    fc.assert(
+      fc.property(part, (s) => {
+        const encoded = encodeKeyPart(s);
+        expect(encoded).toBe(reference(s));
+        expect(decode(encoded)).toBe(s);
+        expect(/[:{}]/.test(encoded)).toBe(false);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("is injective over (prefix, tier, key)", () => {
+    const part = fc.string({ unit: fc.constantFrom("%", ":", "{", "}", "a", "3", "A"), minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(part, fc.option(part, { nil: undefined }), part, part, fc.option(part, { nil: undefined }), part, (p1, t1, k1, p2, t2, k2) => {
+        const same = p1 === p2 && t1 === t2 && k1 === k2;
+        expect(storageKey({ prefix: p1, tier: t1 }, k1) === storageKey({ prefix: p2, tier: t2 }, k2)).toBe(same);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
