@@ -80,7 +80,8 @@ export interface DoBenchReport {
   readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
 }
 
-async function storageDir(): Promise<string> {
+/** A fresh directory for the objects' SQLite files, on tmpfs where there is one. */
+export async function storageDir(): Promise<string> {
   let base = tmpdir();
   try {
     await access("/dev/shm", constants.W_OK);
@@ -91,7 +92,8 @@ async function storageDir(): Promise<string> {
   return mkdtemp(join(base, "sluice-bench-do-"));
 }
 
-async function bundleWorker(): Promise<string> {
+/** The benchmark's Worker (`worker/do-worker.ts`), bundled for workerd. */
+export async function bundleWorker(): Promise<string> {
   const result = await build({
     entryPoints: [fileURLToPath(new URL("../worker/do-worker.ts", import.meta.url))],
     bundle: true,

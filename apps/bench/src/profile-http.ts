@@ -19,28 +19,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { BUILD_DIR, bundleEntry } from "./lib/bundle.js";
+import { type CpuProfile, selfTimes, topLines } from "./lib/cpu-profile.js";
 import { HTTP_CONTENDERS, SLUICE_IETF } from "./http-apps.js";
-
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Self time per function (µs), summed over a profile's samples; idle time left out. */
-export function selfTimes(profile: CpuProfile): Map<string, number> {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, number>();
-  for (let i = 0; i < profile.samples.length; i++) {
-    const node = byId.get(profile.samples[i] as number);
-    if (node === undefined || node.callFrame.functionName === "(idle)") continue;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const where = url === "" ? "" : ` ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
-    const name = `${functionName || "(anonymous)"}${where}`;
-    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
-  return self;
-}
 
 async function main(): Promise<void> {
   const [name = SLUICE_IETF, secondsText = "5"] = process.argv.slice(2).filter((a) => a !== "--");
@@ -74,10 +54,7 @@ async function main(): Promise<void> {
   const measuredCpu = after.user - before.user + (after.system - before.system);
   console.log(`${name}: ${Math.round(result.requests.average)} req/s; server CPU ${(measuredCpu / result.requests.total).toFixed(1)} µs/request (user + system, measured run)`);
   console.log(`profile: ${dir}${file}\n\nself time, µs per request, top 25:`);
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  for (const [fn, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
-    console.log(`${(us / served).toFixed(2).padStart(8)}  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${fn}`);
-  }
+  for (const line of topLines(self, served, 25)) console.log(line);
 }
 
 await main();
