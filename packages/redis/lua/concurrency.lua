@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 49ce61a4b7b929a32a2dcc6f1f3c16e2804ea9b1; below this header, the script byte for byte)
+-- (EVALSHA e6ac842ec3c221138788d382eca1de3c7a38207d; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -324,4 +324,4 @@ if fw2_result[1] == 1 then
   fw2_result[2], fw2_result[3], fw2_result[6] = now[2], now[3], now[6]
   fw2_result[4], fw2_result[5] = 0, 0
 end
-return answer(cc1_result, fw2_result)
+return { now_ms, cc1_result[1] or 0, cc1_result[2] or 0, cc1_result[3] or 0, cc1_result[4] or 0, cc1_result[5] or 0, cc1_result[6] or 0, cc1_result[7] or 0, fw2_result[1] or 0, fw2_result[2] or 0, fw2_result[3] or 0, fw2_result[4] or 0, fw2_result[5] or 0, fw2_result[6] or 0, fw2_result[7] or 0, override }

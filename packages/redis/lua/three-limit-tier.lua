@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 3f40905f96cfb7e621c08fcae4d5f58dd5a28f15; below this header, the script byte for byte)
+-- (EVALSHA 5437e7d2fe3ecbe19d0f07956d627f2fa010bf14; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -405,4 +405,4 @@ if tb3_result[1] == 1 then
   tb3_result[2], tb3_result[3], tb3_result[6] = now[2], now[3], now[6]
   tb3_result[4], tb3_result[5] = 0, 0
 end
-return answer(sw1_result, fw2_result, tb3_result)
+return { now_ms, sw1_result[1] or 0, sw1_result[2] or 0, sw1_result[3] or 0, sw1_result[4] or 0, sw1_result[5] or 0, sw1_result[6] or 0, sw1_result[7] or 0, fw2_result[1] or 0, fw2_result[2] or 0, fw2_result[3] or 0, fw2_result[4] or 0, fw2_result[5] or 0, fw2_result[6] or 0, fw2_result[7] or 0, tb3_result[1] or 0, tb3_result[2] or 0, tb3_result[3] or 0, tb3_result[4] or 0, tb3_result[5] or 0, tb3_result[6] or 0, tb3_result[7] or 0, 0, override }
