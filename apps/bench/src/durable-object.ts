@@ -93,7 +93,7 @@ export async function storageDir(): Promise<string> {
 }
 
 /** The benchmark's Worker (`worker/do-worker.ts`), bundled for workerd. */
-export async function bundleWorker(): Promise<string> {
+async function bundleWorker(): Promise<string> {
   const result = await build({
     entryPoints: [fileURLToPath(new URL("../worker/do-worker.ts", import.meta.url))],
     bundle: true,
@@ -114,12 +114,12 @@ export function scenarioTitle(s: DoScenarioSpec): string {
   return s.shards === 0 ? `${keys}, one object per key` : `${keys} over ${s.shards} shards`;
 }
 
-/** Starts Miniflare, measures every scenario, stops it. */
-export async function runDoBench(options: DoBenchOptions = DEFAULT_DO_OPTIONS): Promise<DoBenchReport> {
-  const log = options.log ?? (() => {});
-  const machine = machineInfo();
-  const dir = await storageDir();
-  const mf = new Miniflare({
+/**
+ * Miniflare running the benchmark's Worker (the `SLUICE` and `COUNTER` objects on SQLite storage
+ * in `persist`); `inspectorPort` turns workerd's inspector on (for `profile:do`).
+ */
+export async function benchMiniflare(persist: string, inspectorPort?: number): Promise<Miniflare> {
+  return new Miniflare({
     name: "sluice-bench",
     cf: false,
     modules: true,
@@ -129,8 +129,17 @@ export async function runDoBench(options: DoBenchOptions = DEFAULT_DO_OPTIONS): 
       SLUICE: { className: "SluiceLimiter", useSQLite: true },
       COUNTER: { className: "Counter", useSQLite: true },
     },
-    durableObjectsPersist: dir,
+    durableObjectsPersist: persist,
+    ...(inspectorPort === undefined ? {} : { inspectorPort }),
   });
+}
+
+/** Starts Miniflare, measures every scenario, stops it. */
+export async function runDoBench(options: DoBenchOptions = DEFAULT_DO_OPTIONS): Promise<DoBenchReport> {
+  const log = options.log ?? (() => {});
+  const machine = machineInfo();
+  const dir = await storageDir();
+  const mf = await benchMiniflare(dir);
   const scenarios: DoScenario[] = [];
   try {
     const base = (await mf.ready).toString();

@@ -20,8 +20,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { Miniflare } from "miniflare";
-import { bundleWorker, storageDir } from "./durable-object.js";
+import { benchMiniflare, storageDir } from "./durable-object.js";
 import { BUILD_DIR } from "./lib/bundle.js";
 import { type CpuProfile, selfTimes, topLines } from "./lib/cpu-profile.js";
 
@@ -76,19 +75,7 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const inspectorPort = await freePort();
   const persist = await storageDir();
-  const mf = new Miniflare({
-    name: "sluice-bench",
-    cf: false,
-    modules: true,
-    script: await bundleWorker(),
-    compatibilityDate: "2026-07-01",
-    durableObjects: {
-      SLUICE: { className: "SluiceLimiter", useSQLite: true },
-      COUNTER: { className: "Counter", useSQLite: true },
-    },
-    durableObjectsPersist: persist,
-    inspectorPort,
-  });
+  const mf = await benchMiniflare(persist, inspectorPort);
   try {
     const base = (await mf.ready).toString();
     const run = async (contender: string, ops: number): Promise<number> => {
