@@ -7,6 +7,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { profileArgs } from "./profile-do.js";
 
 const run = promisify(execFile);
 const BENCH_DIR = fileURLToPath(new URL("..", import.meta.url));
@@ -15,10 +16,10 @@ describe("profile:do", () => {
   it("profiles the counter object and Sluice's store through the inspector and prints µs per decision by function", async () => {
     const { stdout } = await run(
       process.execPath,
-      ["--conditions=@sluice/source", "--experimental-websocket", "--import", "tsx", "src/profile-do.ts", "1", "200"],
+      ["--conditions=@sluice/source", "--experimental-websocket", "--import", "tsx", "src/profile-do.ts", "1", "100"],
       { cwd: BENCH_DIR, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, timeout: 100_000 },
     );
-    expect(stdout).toMatch(/^one hot object, 50 in flight, 200 decisions per contender and pass, 2 passes; profiles in /);
+    expect(stdout).toMatch(/^one hot object, 50 in flight, 100 decisions per contender and pass, 2 passes; profiles in /);
     const sections = stdout.split("\n\n").slice(1);
     expect(sections.map((s) => s.split(":")[0])).toEqual(["ceiling", "Sluice DurableObjectStore"]);
     for (const section of sections) {
@@ -29,10 +30,10 @@ describe("profile:do", () => {
     }
   });
 
-  it("refuses a count that is not a positive integer, before starting anything", async () => {
-    const failed = await run(process.execPath, ["--conditions=@sluice/source", "--experimental-websocket", "--import", "tsx", "src/profile-do.ts", "1", "many"], {
-      cwd: BENCH_DIR,
-    }).catch((error: { stderr: string }) => error);
-    expect((failed as { stderr: string }).stderr).toContain('decisions must be a positive integer; got "many"');
+  it("takes [keys] [decisions], and refuses anything but positive integers, naming the argument", () => {
+    expect(profileArgs([])).toEqual({ keys: 1, decisions: 20_000 });
+    expect(profileArgs(["--", "1000", "500"])).toEqual({ keys: 1000, decisions: 500 });
+    expect(() => profileArgs(["1", "many"])).toThrow('decisions must be a positive integer; got "many"');
+    expect(() => profileArgs(["0"])).toThrow('keys must be a positive integer; got "0"');
   });
 });

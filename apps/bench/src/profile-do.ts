@@ -19,7 +19,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { benchMiniflare, storageDir } from "./durable-object.js";
 import { BUILD_DIR } from "./lib/bundle.js";
 import { type CpuProfile, selfTimes, topLines } from "./lib/cpu-profile.js";
@@ -64,12 +64,18 @@ async function inspect(url: string): Promise<{ send(method: string, params?: obj
   };
 }
 
-async function main(): Promise<void> {
-  const [keysText = "1", decisionsText = "20000"] = process.argv.slice(2).filter((a) => a !== "--");
+/** The tool's arguments, `[keys] [decisions]` (defaults 1 and 20,000); throws, naming the argument, on anything but positive integers. */
+export function profileArgs(argv: readonly string[]): { keys: number; decisions: number } {
+  const [keysText = "1", decisionsText = "20000"] = argv.filter((a) => a !== "--");
   const keys = Number(keysText);
   const decisions = Number(decisionsText);
   if (!Number.isSafeInteger(keys) || keys < 1) throw new Error(`keys must be a positive integer; got ${JSON.stringify(keysText)}`);
   if (!Number.isSafeInteger(decisions) || decisions < 1) throw new Error(`decisions must be a positive integer; got ${JSON.stringify(decisionsText)}`);
+  return { keys, decisions };
+}
+
+async function main(): Promise<void> {
+  const { keys, decisions } = profileArgs(process.argv.slice(2));
   const dir = fileURLToPath(new URL("profiles/", BUILD_DIR));
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -123,4 +129,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
