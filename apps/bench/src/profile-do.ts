@@ -49,8 +49,9 @@ async function inspect(url: string): Promise<{ send(method: string, params?: obj
   const pending = new Map<number, (result: Record<string, unknown>) => void>();
   ws.addEventListener("message", (event) => {
     const message = JSON.parse(String(event.data)) as { id?: number; result?: Record<string, unknown> };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result ?? {});
-    if (message.id !== undefined) pending.delete(message.id);
+    if (message.id === undefined) return; // an event, not an answer
+    pending.get(message.id)?.(message.result ?? {});
+    pending.delete(message.id);
   });
   return {
     send(method, params = {}) {

@@ -467,57 +467,56 @@ export function decideScript(policies: readonly Policy[]): Script {
     const p = names[0]!;
     const r = [1, 2, 3, 4, 5, 6].map((j) => `${p}_${j}`);
     lines.push(`local ${r.join(", ")} = ${p}_decide(cost)`, `return { now_ms, ${r.map((v) => `${v} or 0`).join(", ")}, 0${noMarks}, override }`, "");
-    const script = lines.join("\n");
-    return { script, sha: sha1(script) };
-  }
-  lines.push(...names.map((p) => `local ${p}_result = { ${p}_decide(cost) }`));
-  if (policies.length > 1) {
-    // nothing was written; a policy that would have allowed reports its state unchanged
-    lines.push(
-      "-- denied: nothing was written; a policy that would have allowed reports its state unchanged",
-      ...names.map(
-        (p) => `if ${p}_result[1] == 1 then
+  } else {
+    lines.push(...names.map((p) => `local ${p}_result = { ${p}_decide(cost) }`));
+    if (policies.length > 1) {
+      // nothing was written; a policy that would have allowed reports its state unchanged
+      lines.push(
+        "-- denied: nothing was written; a policy that would have allowed reports its state unchanged",
+        ...names.map(
+          (p) => `if ${p}_result[1] == 1 then
   local now = { ${p}_decide(math.huge) }
   ${p}_result[2], ${p}_result[3], ${p}_result[6] = now[2], now[3], now[6]
   ${p}_result[4], ${p}_result[5] = 0, 0
 end`,
-      ),
-    );
+        ),
+      );
+    }
+    for (const { p, block, field } of blocked) {
+      const maxUs = block.maxMs * 1000;
+      lines.push(
+        `-- ${p} denied (a cost that can never pass is no offence): its penalty box starts, longer for a repeat within ${int(block.maxMs)} ms`,
+        `if ${p}_result[1] == 0 and ${p}_result[4] ~= -1 then`,
+        "  local offences = 1",
+        `  if ${p}_block_until and now_us <= ${p}_block_until + ${int(maxUs)} then offences = math.min(64, (${p}_block_offences or 0) + 1) end`,
+        `  local ms = ${int(block.baseMs)}`,
+        "  for _ = 2, offences do",
+        `    if ms >= ${int(block.maxMs)} then break end`,
+        `    ms = math.min(${int(block.maxMs)}, ms * ${int(block.factor)})`,
+        "  end",
+        "  local till = now_us + ms * 1000",
+        `  redis.call('HSET', KEYS[1], ${str(field)}, fmt('%.0f:%.0f', till, offences))`,
+        "  if stale then",
+        "    redis.call('HDEL', KEYS[1], unpack(stale))",
+        "    stale = nil",
+        "  end",
+        `  local keep = till + ${int(maxUs)}`,
+        "  if not expires_at or expires_at < keep then",
+        `    expires_at = keep + ${int(TTL_SLACK_US)}`,
+        `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
+        `    ${pexpire}`,
+        "  end",
+        "  -- retry at the later of the block's end and the policy's own retry time, so that the retry passes",
+        `  local wait = max(ms, ${p}_result[4])`,
+        `  ${p}_result[1], ${p}_result[2], ${p}_result[4], ${p}_result[5], ${p}_result[6], ${p}_result[7] = 0, 0, wait, 0, now_ms + wait, now_ms + ms`,
+        `  if ${p}_result[3] < ${p}_result[6] then ${p}_result[3] = ${p}_result[6] end`,
+        "end",
+      );
+    }
+    // the reply answer() would build, in one table constructor
+    const resultValues = names.flatMap((p) => [1, 2, 3, 4, 5, 6, 7].map((j) => `${p}_result[${j}] or 0`));
+    lines.push(`return { now_ms, ${resultValues.join(", ")}${noMarks}, override }`, "");
   }
-  for (const { p, block, field } of blocked) {
-    const maxUs = block.maxMs * 1000;
-    lines.push(
-      `-- ${p} denied (a cost that can never pass is no offence): its penalty box starts, longer for a repeat within ${int(block.maxMs)} ms`,
-      `if ${p}_result[1] == 0 and ${p}_result[4] ~= -1 then`,
-      "  local offences = 1",
-      `  if ${p}_block_until and now_us <= ${p}_block_until + ${int(maxUs)} then offences = math.min(64, (${p}_block_offences or 0) + 1) end`,
-      `  local ms = ${int(block.baseMs)}`,
-      "  for _ = 2, offences do",
-      `    if ms >= ${int(block.maxMs)} then break end`,
-      `    ms = math.min(${int(block.maxMs)}, ms * ${int(block.factor)})`,
-      "  end",
-      "  local till = now_us + ms * 1000",
-      `  redis.call('HSET', KEYS[1], ${str(field)}, fmt('%.0f:%.0f', till, offences))`,
-      "  if stale then",
-      "    redis.call('HDEL', KEYS[1], unpack(stale))",
-      "    stale = nil",
-      "  end",
-      `  local keep = till + ${int(maxUs)}`,
-      "  if not expires_at or expires_at < keep then",
-      `    expires_at = keep + ${int(TTL_SLACK_US)}`,
-      `    redis.call('HSET', KEYS[1], '${EXPIRES_FIELD}', fmt('%.0f', expires_at))`,
-      `    ${pexpire}`,
-      "  end",
-      "  -- retry at the later of the block's end and the policy's own retry time, so that the retry passes",
-      `  local wait = max(ms, ${p}_result[4])`,
-      `  ${p}_result[1], ${p}_result[2], ${p}_result[4], ${p}_result[5], ${p}_result[6], ${p}_result[7] = 0, 0, wait, 0, now_ms + wait, now_ms + ms`,
-      `  if ${p}_result[3] < ${p}_result[6] then ${p}_result[3] = ${p}_result[6] end`,
-      "end",
-    );
-  }
-  // the reply answer() would build, in one table constructor
-  const resultValues = names.flatMap((p) => [1, 2, 3, 4, 5, 6, 7].map((j) => `${p}_result[${j}] or 0`));
-  lines.push(`return { now_ms, ${resultValues.join(", ")}${noMarks}, override }`, "");
   const script = lines.join("\n");
   return { script, sha: sha1(script) };
 }
