@@ -1,5 +1,5 @@
 import { testStore } from "@sluice/testing";
-import { type StartedWorker, WorkerStore, startWorker } from "./helpers.js";
+import { type StartedWorker, WorkerStore, startStoreWorker } from "./helpers.js";
 
 // The conformance suite (see conformance.test.ts) on the sharded Durable Object store: keys hash
 // onto three objects.
@@ -8,7 +8,7 @@ let sharded: StartedWorker | undefined;
 testStore({
   name: "DurableObjectStore (shards: 3, workerd)",
   makeStore: async ({ clock }) => {
-    const started = await startWorker("./fixtures/store-worker.ts", { testClock: true });
+    const started = await startStoreWorker({ testClock: true });
     sharded = started;
     return new WorkerStore(started.url, { clock, shards: 3 });
   },

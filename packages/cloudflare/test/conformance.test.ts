@@ -1,5 +1,5 @@
 import { testStore } from "@sluice/testing";
-import { type StartedWorker, WorkerStore, startWorker } from "./helpers.js";
+import { type StartedWorker, WorkerStore, startStoreWorker } from "./helpers.js";
 
 // The same suite and recorded vectors as MemoryStore and the Redis stores. The suite runs here in
 // Vitest; each store call is an HTTP request to a Worker in workerd that calls DurableObjectStore,
@@ -11,7 +11,7 @@ let perKey: StartedWorker | undefined;
 testStore({
   name: "DurableObjectStore (one object per key, workerd)",
   makeStore: async ({ clock }) => {
-    const started = await startWorker("./fixtures/store-worker.ts", { testClock: true });
+    const started = await startStoreWorker({ testClock: true });
     perKey = started;
     return new WorkerStore(started.url, { clock });
   },

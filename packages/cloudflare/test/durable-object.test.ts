@@ -10,14 +10,13 @@ import { T0 } from "@sluice/testing";
 import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { objectName, specOf } from "../src/protocol.js";
-import { type StartedWorker, WORKER_NAME, WorkerStore, post, startWorker, storageDir } from "./helpers.js";
+import { type StartedWorker, WORKER_NAME, WorkerStore, post, startStoreWorker, storageDir } from "./helpers.js";
 
-const ENTRY = "./fixtures/store-worker.ts";
 const started: StartedWorker[] = [];
 const dirs: string[] = [];
 
-async function start(options: Parameters<typeof startWorker>[1]) {
-  const s = await startWorker(ENTRY, options);
+async function start(options: Parameters<typeof startStoreWorker>[0]) {
+  const s = await startStoreWorker(options);
   started.push(s);
   return s;
 }
