@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA e6ac842ec3c221138788d382eca1de3c7a38207d; below this header, the script byte for byte)
+-- (EVALSHA 11ad5401ec0c5e70c12445c7b4b0754573f0da37; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -153,10 +153,10 @@ if pass then
   end
   local expires = max(max(cc1_latest, now_us + 30000000), (fw2_new_window + 1) * 3600000000)
   if expires_at and expires_at >= expires then
-    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count))
+    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)))
   else
     expires_at = expires + 1000000
-    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), '@expires', fmt('%.0f', expires_at))
+    redis.call('HSET', KEYS[1], "exports|cc", cc1_new_leases, "per-hour|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)), '@expires', fmt('%.0f', expires_at))
     if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
   if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
@@ -233,7 +233,7 @@ if ARGV[2] == 'r' then
   local function emptied(field) deletes[#deletes + 1] = field end
   if fw2_window ~= nil and fw2_window == floor(charged_window_ms / 3600000) and fw2_count > 0 then
     fw2_count = max(0, fw2_count - refund_cost)
-    changed("per-hour|fw", fmt('%.0f:%.0f', fw2_window, fw2_count))
+    changed("per-hour|fw", (fw2_window < 2147483648 and fw2_count < 2147483648 and fmt('%d:%d', fw2_window, fw2_count) or fmt('%.0f:%.0f', fw2_window, fw2_count)))
   end
   if #writes > 0 then redis.call('HSET', KEYS[1], unpack(writes)) end
   if #deletes > 0 then redis.call('HDEL', KEYS[1], unpack(deletes)) end

@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 5437e7d2fe3ecbe19d0f07956d627f2fa010bf14; below this header, the script byte for byte)
+-- (EVALSHA f3bb46a8e7aff3e6b95e650cb32f4ebcd33f1758; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -173,10 +173,10 @@ if pass then
   if tb3_shift > 0 and tb3_tat < now_us then tb3_new_shift = max(0, tb3_shift - (now_us - tb3_tat)) end
   local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat + tb3_new_shift)
   if expires_at and expires_at >= expires then
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat))
+    redis.call('HSET', KEYS[1], "per-minute|sw", (sw1_new_window < 2147483648 and sw1_new_previous < 2147483648 and sw1_new_current < 2147483648 and fmt('%d:%d:%d', sw1_new_window, sw1_new_previous, sw1_new_current) or fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current)), "per-day|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat))
   else
     expires_at = expires + 1000000
-    redis.call('HSET', KEYS[1], "per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current), "per-day|fw", fmt('%.0f:%.0f', fw2_new_window, fw2_new_count), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
+    redis.call('HSET', KEYS[1], "per-minute|sw", (sw1_new_window < 2147483648 and sw1_new_previous < 2147483648 and sw1_new_current < 2147483648 and fmt('%d:%d:%d', sw1_new_window, sw1_new_previous, sw1_new_current) or fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current)), "per-day|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
     if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
   if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
@@ -324,11 +324,11 @@ if ARGV[2] == 'r' then
       sw1_previous = max(0, sw1_previous - refund_cost)
       done = true
     end
-    if done then changed("per-minute|sw", fmt('%.0f:%.0f:%.0f', sw1_window, sw1_previous, sw1_current)) end
+    if done then changed("per-minute|sw", (sw1_window < 2147483648 and sw1_previous < 2147483648 and sw1_current < 2147483648 and fmt('%d:%d:%d', sw1_window, sw1_previous, sw1_current) or fmt('%.0f:%.0f:%.0f', sw1_window, sw1_previous, sw1_current))) end
   end
   if fw2_window ~= nil and fw2_window == floor(charged_window_ms / 86400000) and fw2_count > 0 then
     fw2_count = max(0, fw2_count - refund_cost)
-    changed("per-day|fw", fmt('%.0f:%.0f', fw2_window, fw2_count))
+    changed("per-day|fw", (fw2_window < 2147483648 and fw2_count < 2147483648 and fmt('%d:%d', fw2_window, fw2_count) or fmt('%.0f:%.0f', fw2_window, fw2_count)))
   end
   if tb3_tat ~= nil and tb3_tat > now_us then
     local finish = tb3_tat

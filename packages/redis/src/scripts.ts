@@ -10,12 +10,13 @@
  * conformance suite, the property tests (many random configurations, so many generated scripts)
  * and the recorded vectors keep them identical. No script flags (`#!lua flags=...`), so they run on
  * stock Redis 6.2+ and on Upstash alike. Every number is an integer below 2^53, written with
- * `%.0f` (Lua's `tostring` would round to 14 digits); results are integers only (Redis truncates
- * Lua numbers), with -1 standing for "never" (`retryAfterMs: Infinity`). Digits a pattern
- * captured (`%d+`) and `TIME`'s two fields become numbers by arithmetic (`window + 0`): the same
- * conversion as `tonumber`, which in Lua 5.1 converts twice (it checks, then converts). A value
- * that may not be digits (a whole field, an argument) still goes through `tonumber`, which answers
- * nil where `+ 0` would raise.
+ * `%.0f` (Lua's `tostring` would round to 14 digits), or with `%d` where it is below 2^31
+ * (`digits()` in `algorithms/definition.ts`: a window's index and count); results are integers
+ * only (Redis truncates Lua numbers), with -1 standing for "never" (`retryAfterMs: Infinity`).
+ * Digits a pattern captured (`%d+`) and `TIME`'s two fields become numbers by arithmetic
+ * (`window + 0`): the same conversion as `tonumber`, which in Lua 5.1 converts twice (it checks,
+ * then converts). A value that may not be digits (a whole field, an argument) still goes through
+ * `tonumber`, which answers nil where `+ 0` would raise.
  *
  * This file is generic: each kind's Lua (its stored value, its decision, its refund and release)
  * is in `algorithms/<kind>.ts`, looked up in the `LUA_ALGORITHMS` registry; nothing here branches

@@ -128,6 +128,27 @@ export const int = (n: number): string => {
   return String(n);
 };
 
+/**
+ * Lua: the integers `values` (each at least 0 and below 2^53), joined by ':', in decimal exactly as
+ * `fmt('%.0f:%.0f', …)` writes them, for values that are mostly small (a window's index, a count).
+ * Where each is below 2^31 it formats with `%d`, which costs half as much: glibc formats `%f`
+ * through multi-precision arithmetic (two numbers, on a pinned redis-server: 0.22 µs against
+ * 0.41). Otherwise `%.0f`, because Lua 5.1's `%d` goes through a C `long`, 32 bits on 64-bit
+ * Windows, where Redis-compatible servers run too. A timestamp in µs is always above 2^31: write
+ * it with `%.0f`.
+ *
+ * @example
+ * ```ts
+ * digits("fw1_new_window", "fw1_new_count");
+ * // (fw1_new_window < 2147483648 and fw1_new_count < 2147483648 and fmt('%d:%d', fw1_new_window, fw1_new_count) or fmt('%.0f:%.0f', fw1_new_window, fw1_new_count))
+ * ```
+ */
+export function digits(...values: string[]): string {
+  const list = values.join(", ");
+  const small = values.map((v) => `${v} < 2147483648`).join(" and ");
+  return `(${small} and fmt('${values.map(() => "%d").join(":")}', ${list}) or fmt('${values.map(() => "%.0f").join(":")}', ${list}))`;
+}
+
 /** Lua text with every line indented by `by`. */
 export const indent = (text: string, by: string): string => text.replace(/^/gm, by);
 

@@ -6,7 +6,7 @@
  */
 import type { FixedWindowPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, int, limitLocal, str, windowLua } from "./definition.js";
+import { type LuaAlgorithm, digits, int, limitLocal, str, windowLua } from "./definition.js";
 
 export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   ...windowLua,
@@ -43,10 +43,10 @@ return 0, max(0, ${L} - count), reset_at, -1, 0, reset_at`,
       // only a charge of the current window is still counted
       refund: `if ${p}_window ~= nil and ${p}_window == floor(charged_window_ms / ${W}) and ${p}_count > 0 then
   ${p}_count = max(0, ${p}_count - refund_cost)
-  changed(${str(policyField(policy))}, fmt('%.0f:%.0f', ${p}_window, ${p}_count))
+  changed(${str(policyField(policy))}, ${digits(`${p}_window`, `${p}_count`)})
 end`,
       release: "",
-      value: `fmt('%.0f:%.0f', ${p}_new_window, ${p}_new_count)`,
+      value: digits(`${p}_new_window`, `${p}_new_count`),
       expiresUs: `(${p}_new_window + 1) * ${int(policy.windowMs * 1000)}`,
       ...limitLocal(policy, p),
     };

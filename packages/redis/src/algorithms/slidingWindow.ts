@@ -7,7 +7,7 @@
  */
 import type { SlidingWindowPolicy } from "@sluice/core";
 import { policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, indent, int, str, windowLua } from "./definition.js";
+import { type LuaAlgorithm, digits, indent, int, str, windowLua } from "./definition.js";
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   ...windowLua,
@@ -87,10 +87,10 @@ return 0, remaining, reset_at, ${p}_retry(into, previous, current, ${c}), 0, ref
     ${p}_previous = max(0, ${p}_previous - refund_cost)
     done = true
   end
-  if done then changed(${str(policyField(policy))}, fmt('%.0f:%.0f:%.0f', ${p}_window, ${p}_previous, ${p}_current)) end
+  if done then changed(${str(policyField(policy))}, ${digits(`${p}_window`, `${p}_previous`, `${p}_current`)}) end
 end`,
       release: "",
-      value: `fmt('%.0f:%.0f:%.0f', ${p}_new_window, ${p}_new_previous, ${p}_new_current)`,
+      value: digits(`${p}_new_window`, `${p}_new_previous`, `${p}_new_current`),
       expiresUs: `(${p}_new_window + 2) * ${int(policy.windowMs * 1000)}`,
       quota: `local ${L}, ${LW} = ${int(policy.limit)}, ${int(policy.limit * policy.windowMs)}`,
       requota: (q) => `${L}, ${LW} = ${q}, ${q} * ${W}`,
