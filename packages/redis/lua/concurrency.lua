@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 11ad5401ec0c5e70c12445c7b4b0754573f0da37; below this header, the script byte for byte)
+-- (EVALSHA a694d0c3cc37306d365a1eaaf69dc293e89c65c8; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -12,7 +12,8 @@
 -- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
--- (the fast path, a consume every policy allows, sends only remaining, reset_at, delay and refill_at per policy),
+-- (the fast path, a consume every policy allows, sends now_us, then per policy its new state or, for a bucket with
+-- a queue, a sliding log or a concurrency cap, remaining, reset_at, delay and refill_at),
 -- then nothing more,
 -- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
@@ -164,7 +165,7 @@ if pass then
   for j = 1, #cc1_expires do
     if cc1_expires[j] < cc1_earliest then cc1_earliest = cc1_expires[j] end
   end
-  return { now_ms, cc1_limit - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), fw2_limit - fw2_new_count, (fw2_new_window + 1) * 3600000, 0, (fw2_new_window + 1) * 3600000, override }
+  return { now_us, cc1_limit - #cc1_expires - 1, ceil(max(cc1_latest, now_us + 30000000) / 1000), 0, now_ms + math.min(1000, ceil((cc1_earliest - now_us) / 1000)), fw2_new_count, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the

@@ -5,14 +5,15 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA f3bb46a8e7aff3e6b95e650cb32f4ebcd33f1758; below this header, the script byte for byte)
+-- (EVALSHA 4bf08ad950e4eee99d3e9ab65bddf601c0ff5bb4; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
 -- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
--- (the fast path, a consume every policy allows, sends only remaining, reset_at, delay and refill_at per policy),
+-- (the fast path, a consume every policy allows, sends now_us, then per policy its new state or, for a bucket with
+-- a queue, a sliding log or a concurrency cap, remaining, reset_at, delay and refill_at),
 -- then one mark per bucket (tb3: its TAT plus refund shift right after an allowed consume, µs; 0 otherwise),
 -- then the body of the key's live override, if it has one.
 local floor, ceil, max = math.floor, math.ceil, math.max
@@ -180,26 +181,7 @@ if pass then
     if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
   end
   if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
-  local sw1_into = now_ms - sw1_new_window * 60000
-  local sw1_remaining = max(0, floor((sw1_lw - sw1_new_previous * (60000 - sw1_into)) / 60000) - sw1_new_current)
-  local sw1_refill_at = now_ms
-  if sw1_remaining < sw1_limit then
-    local into, previous, current, units = sw1_into, sw1_new_previous, sw1_new_current, sw1_remaining + 1
-    local spare = sw1_limit - current - units
-    local slid = 0
-    if spare >= 0 and previous > 0 then slid = floor((spare * 60000) / previous) end
-    local wait = 60000 - into
-    if slid > 0 then
-      wait = wait - slid
-    elseif current > 0 then
-      wait = wait + max(0, 60000 - floor(((sw1_limit - units) * 60000) / current))
-    end
-    sw1_refill_at = now_ms + wait
-  end
-  local tb3_diff = now_us - (tb3_new_tat - tb3_bt)
-  local tb3_refill_at = now_ms
-  if tb3_diff < tb3_bt then tb3_refill_at = now_ms + ceil((max((floor(tb3_diff / tb3_t) + 1) * tb3_t, tb3_t) - tb3_diff) / 1000) end
-  return { now_ms, sw1_remaining, (sw1_new_window + 2) * 60000, 0, sw1_refill_at, fw2_limit - fw2_new_count, (fw2_new_window + 1) * 86400000, 0, (fw2_new_window + 1) * 86400000, floor(tb3_diff / tb3_t), ceil(tb3_new_tat / 1000), 0, tb3_refill_at, tb3_new_tat + tb3_new_shift, override }
+  return { now_us, sw1_new_previous, sw1_new_current, fw2_new_count, tb3_new_tat, tb3_new_tat + tb3_new_shift, override }
 end
 
 -- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the

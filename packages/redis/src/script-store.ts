@@ -16,8 +16,10 @@ import {
   encodeKeyPart,
   namespaceKey,
   overrideFromText,
+  stateNow,
 } from "@sluice/core/store";
 import { luaOf } from "./algorithms/index.js";
+import type { StateReply } from "./algorithms/definition.js";
 import { extraWaitMs } from "./liveness.js";
 import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
 import { CONTROL_OPS, type Script, controlScript, decideScript } from "./scripts.js";
@@ -151,6 +153,12 @@ class ScriptBinding implements BoundStore {
   readonly #limitsByBody = new Map<string, number[]>();
   /** The positions of the policies whose marks end the script's reply (the buckets: see `LuaAlgorithm.marks`). */
   readonly #marked: number[];
+  /** Per policy, how the fast path sends its new state (`undefined`: it sends its answer's four numbers). */
+  readonly #stateReplies: (StateReply | undefined)[];
+  /** The length of the fast path's reply, without the override's body. */
+  readonly #compact: number;
+  /** A policy's numeric state rebuilt from the fast path's reply (parsing is synchronous: one per store is enough). */
+  readonly #num = new Float64Array(4);
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
   readonly #keyStart: string;
 
@@ -169,6 +177,8 @@ class ScriptBinding implements BoundStore {
     this.#names = namespace.policies.map((p) => p.name);
     this.#limits = namespace.policies.map((p) => p.limit);
     this.#marked = namespace.policies.flatMap((p, i) => (luaOf(p).marks ? [i] : []));
+    this.#stateReplies = namespace.policies.map((p) => luaOf(p).stateReply?.(p));
+    this.#compact = 1 + this.#stateReplies.reduce((sum, r) => sum + (r === undefined ? 4 : r.width), 0) + this.#marked.length;
     this.#keyStart = `{${namespaceKey(namespace)}`;
   }
 
@@ -200,11 +210,12 @@ class ScriptBinding implements BoundStore {
   #parse(reply: unknown): StoreResult {
     const n = this.#names.length;
     const marked = this.#marked;
-    // the full form (7 numbers per policy) or the fast path's compact one (4: remaining, resetAt,
-    // delayMs, refillAt of an allowed answer), then the marks, then the body of the key's live
-    // override when it has one; the lengths differ by 3n, more than the override's 1
+    // the full form (now_ms, 7 numbers per policy) or the fast path's compact one (now_us, per
+    // policy its new state or the 4 numbers of its answer: remaining, resetAt, delayMs, refillAt),
+    // then the marks, then the body of the key's live override when it has one; the lengths differ
+    // by at least 3n, more than the override's 1
     const full = 1 + 7 * n + marked.length;
-    const compact = 1 + 4 * n + marked.length;
+    const compact = this.#compact;
     const size = Array.isArray(reply) ? reply.length : -1;
     const length = size === compact || size === compact + 1 ? compact : full;
     const body = size === length + 1 ? (reply as unknown[])[length] : undefined;
@@ -217,9 +228,21 @@ class ScriptBinding implements BoundStore {
     const override = body === undefined ? undefined : overrideFromText(body as string);
     const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
     const policies: PolicyResult[] = new Array(n);
+    let now = reply[0] as number;
     if (length === compact) {
+      const nowUs = now;
+      now = Math.floor(nowUs / 1000);
+      // the answer of a policy sent as its state: core's, for the policy in effect (an override's quota)
+      const effective = override === undefined ? this.#policies : effectivePolicies(this.#policies, body as string);
+      let b = 1;
       for (let i = 0; i < n; i++) {
-        const b = 1 + i * 4;
+        const state = this.#stateReplies[i];
+        if (state !== undefined) {
+          state.fill(reply, b, nowUs, this.#num);
+          policies[i] = stateNow(effective[i] as Policy, this.#num, 0, NO_OBJECTS, 0, nowUs);
+          b += state.width;
+          continue;
+        }
         policies[i] = {
           policy: this.#names[i] as string,
           allowed: true,
@@ -230,6 +253,7 @@ class ScriptBinding implements BoundStore {
           delayMs: reply[b + 2] as number,
           refillAt: reply[b + 3] as number,
         };
+        b += 4;
       }
     } else {
       for (let i = 0; i < n; i++) {
@@ -252,12 +276,12 @@ class ScriptBinding implements BoundStore {
         }
       }
     }
-    if (marked.length === 0) return override === undefined ? { now: reply[0] as number, policies } : { now: reply[0] as number, policies, override };
+    if (marked.length === 0) return override === undefined ? { now, policies } : { now, policies, override };
     // the marks of an allowed consume (0 in any other reply), after the policies' numbers
     const marks: number[] = new Array(n).fill(0);
     const at = length - marked.length;
     for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[at + j] as number;
-    return override === undefined ? { now: reply[0] as number, policies, marks } : { now: reply[0] as number, policies, marks, override };
+    return override === undefined ? { now, policies, marks } : { now, policies, marks, override };
   }
 
   /** The policies' effective quotas under the override `body` (core's `effectivePolicies`; an unlimited override keeps their own). */
@@ -341,6 +365,9 @@ class ScriptBinding implements BoundStore {
   }
 }
 
+
+/** The object slots of a state rebuilt from a reply: none (only numeric states are sent so). */
+const NO_OBJECTS: unknown[] = [];
 
 /** Whether the first `length` entries of `reply` are safe integers. */
 function numbersUpTo(reply: unknown[], length: number): boolean {

@@ -53,13 +53,20 @@ describe("decideScript", () => {
     expect(script).toContain("out[#out + 1] = override");
   });
 
-  it("answers the fast path in the compact form: 4 numbers per policy (remaining, reset_at, delay, refill_at), then the marks and the override", () => {
-    const { script } = decideScript([fixedWindow({ limit: 10, window: "1m" })]);
-    const fast = script.split("\n").find((line) => line.startsWith("  return { now_ms, ") && line.endsWith(", override }"));
-    expect(fast).toBe("  return { now_ms, fw1_limit - fw1_new_count, (fw1_new_window + 1) * 60000, 0, (fw1_new_window + 1) * 60000, override }");
-    // a three-limit tier: 1 + 3 × 4 + one mark (the bucket's) numbers, where the full form has 1 + 3 × 7 + 1
-    const tierFast = decideScript(tier.slice(0, 3)).script.split("\n").find((line) => line.startsWith("  return { now_ms, ") && line.endsWith(", override }"));
-    expect(luaListItems(tierFast!.slice("  return { ".length, -" }".length))).toHaveLength(1 + 3 * 4 + 1 + 1);
+  it("answers the fast path in the compact form: now_us, each policy's new state (or its answer's 4 numbers), then the marks and the override", () => {
+    const fastOf = (script: string) => script.split("\n").find((line) => line.startsWith("  return { now_us, ") && line.endsWith(", override }"));
+    // a fixed window sends its new count (the store answers with core's stateNow)
+    expect(fastOf(decideScript([fixedWindow({ limit: 10, window: "1m" })]).script)).toBe("  return { now_us, fw1_new_count, override }");
+    // a three-limit tier: now_us, the bucket's TAT, the sliding window's two counts, the fixed window's count, the bucket's mark
+    expect(fastOf(decideScript(tier.slice(0, 3)).script)).toBe(
+      "  return { now_us, tb1_new_tat, sw2_new_previous, sw2_new_current, fw3_new_count, tb1_new_tat + tb1_new_shift, override }",
+    );
+    // the tier runs none of its answers' arithmetic on the fast path (a sliding window's refill time)
+    expect(decideScript(tier.slice(0, 3)).script.split("-- the general code")[0]).not.toContain("sw2_refill_at");
+    // a sliding log and a leaky bucket with a queue send the 4 numbers of their answer: 1 + 2 × 4 + one mark
+    const logAndQueue = fastOf(decideScript(tier.slice(3)).script);
+    expect(luaListItems(logAndQueue!.slice("  return { ".length, -" }".length))).toHaveLength(1 + 2 * 4 + 1 + 1);
+    expect(logAndQueue).toContain("lb2_delay");
   });
 
   it("splits a Lua list at its top-level commas only", () => {

@@ -177,6 +177,24 @@ function compactValues(kind: string, values: string): string {
   return [items[1], items[2], items[4], items[5]].join(", ");
 }
 
+/**
+ * A policy's part of the fast path's reply: its new state where its algorithm has a
+ * {@link StateReply} for it (`state`: the store answers from it with core's `stateNow`), else the
+ * four numbers of its answer ({@link compactValues}).
+ */
+function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; items: readonly string[] } {
+  const reply = luaOf(policy).stateReply?.(policy);
+  if (reply === undefined) return { state: false, items: luaListItems(compactValues(policy.kind, part.values("cost"))) };
+  const items = reply.lua(p);
+  if (items.length !== reply.width) {
+    // an algorithm's Lua out of shape (a bug of ours, never the caller's): refused before any script exists
+    throw new SluiceConfigError(`[sluice] [redis] policies: ${policy.kind}'s state reply must send ${reply.width} numbers; got ${items.join(", ")}`, {
+      option: "policies",
+    });
+  }
+  return { state: true, items };
+}
+
 /** The local-name prefix of the policy at position `i` (1-based): its kind's code (core's `policyField` ends with it) and `i`. */
 function prefixOf(policy: Policy, i: number): string {
   return `${policyField(policy).slice(policy.name.length + 1)}${i}`;
@@ -191,11 +209,13 @@ function prefixOf(policy: Policy, i: number): string {
  * slot of every concurrency cap, or the lease to free. Returns `{ now_ms, then per policy: allowed
  * (1/0), remaining, resetAt, retryAfterMs (-1 = never), delayMs, refillAt, blockedUntil (0: none)
  * }`, then one mark per bucket, then the body of the key's live override (a string) when it has one.
- * The fast path (a consume every policy allows) answers in a **compact form** instead: `{ now_ms,
- * then per policy: remaining, resetAt, delayMs, refillAt }`, then the marks and the override, since
- * allowed, retryAfterMs and blockedUntil are 1, 0 and 0 there. The two forms have different
- * lengths (`1 + 4n + marks` against `1 + 7n + marks`, each plus one with an override), which is
- * how the store tells them apart.
+ * The fast path (a consume every policy allows) answers in a **compact form** instead: `{ now_us,
+ * then per policy: its new state (see `StateReply`: a fixed window's count, a sliding window's two
+ * counts, a token bucket's TAT), or for a policy without a `StateReply` remaining, resetAt, delayMs
+ * and refillAt }`, then the marks and the override. The store computes the answer from the state
+ * with core's `stateNow`; allowed, retryAfterMs and blockedUntil are 1, 0 and 0 there. The two
+ * forms have different lengths (`1 + w + marks`, w at most 4n, against `1 + 7n + marks`, each plus
+ * one with an override), which is how the store tells them apart.
  *
  * The key's override (`|override`) and manual block (`|block`) are read by the same HMGET as the
  * policies' state. Each policy's quota-derived values (a window's limit, a bucket's emission
@@ -217,6 +237,8 @@ export function decideScript(policies: readonly Policy[]): Script {
   const n = policies.length;
   const names = policies.map((policy, k) => prefixOf(policy, k + 1));
   const parts = policies.map((policy, k) => luaOf(policy).part(policy, names[k]!, k + 1));
+  // what each policy's fast-path reply is: its new state (the store answers from it) or its answer
+  const fastReplies = policies.map((policy, k) => fastReply(policy, names[k]!, parts[k]!));
   const fields = policies.map((policy, k) => `${str(policyField(policy))}, ${parts[k]!.value}`).join(", ");
   // penalty boxes: a field of their own per policy, read after '@expires', '|override' and '|block'
   const blocked = policies.flatMap((policy, k) => (policy.block === undefined ? [] : [{ p: names[k]!, block: policy.block, field: blockFieldOf(policy) }]));
@@ -260,7 +282,8 @@ export function decideScript(policies: readonly Policy[]): Script {
     ...(concurrent ? ["-- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free)."] : []),
     "-- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),",
     "-- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),",
-    "-- (the fast path, a consume every policy allows, sends only remaining, reset_at, delay and refill_at per policy),",
+    "-- (the fast path, a consume every policy allows, sends now_us, then per policy its new state or, for a bucket with",
+    "-- a queue, a sliding log or a concurrency cap, remaining, reset_at, delay and refill_at),",
     `-- then ${marks.length === 0 ? "nothing more" : `one mark per bucket (${marks.map((m) => m.p).join(", ")}: its TAT plus refund shift right after an allowed consume, µs; 0 otherwise)`},`,
     "-- then the body of the key's live override, if it has one.",
     "local floor, ceil, max = math.floor, math.ceil, math.max",
@@ -349,8 +372,9 @@ export function decideScript(policies: readonly Policy[]): Script {
     "if pass then",
     ...parts.flatMap((x) => block(x.prepare)),
     ...write.map((line) => `  ${line}`),
-    ...parts.flatMap((x) => block(x.allowed)),
-    `  return { now_ms, ${[...parts.map((x, k) => compactValues(policies[k]!.kind, x.values("cost"))), ...marks.map((m) => m.mark)].join(", ")}, override }`,
+    // the answer's locals, for a policy answered with its numbers rather than its state
+    ...parts.flatMap((x, k) => (fastReplies[k]!.state ? [] : block(x.allowed))),
+    `  return { now_us, ${[...fastReplies.map((r) => r.items.join(", ")), ...marks.map((m) => m.mark)].join(", ")}, override }`,
     "end",
     "",
     "-- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the",

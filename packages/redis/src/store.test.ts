@@ -36,7 +36,10 @@ const GARBAGE: [string, unknown][] = [
   ["an object", { result: [1] }],
   ["a short array", [1700000000000, 1, 4, 1700000060000]],
   ["a long array", [1700000000000, 1, 4, 1700000060000, 0, 0, 1700000060000, 0, 9]],
-  ["a compact answer with a number for the override", [1700000000000, 4, 1700000060000, 0, 1700000060000, 9]],
+  // the fast path's compact form for one fixed window: now_us and the new count
+  ["a compact answer with a number for the override", [1700000000000000, 4, 9]],
+  ["a compact answer with a fraction", [1700000000000000, 4.5]],
+  ["a compact answer with a string", [1700000000000000, "4"]],
   ["a string inside", [1700000000000, "1", 4, 1700000060000, 0, 0, 1700000060000, 0]],
   ["a fraction inside", [1700000000000, 1, 4.5, 1700000060000, 0, 0, 1700000060000, 0]],
   ["NaN inside", [1700000000000, 1, Number.NaN, 1700000060000, 0, 0, 1700000060000, 0]],
@@ -68,7 +71,7 @@ describe("malformed replies are SluiceStoreError (a store failure), never a plai
       for (const [client, store] of fakes(async () => reply)) {
         const bound = store.bind({ prefix: "p", policies: [fixedWindow({ limit: 5, window: "1m" })] });
         await expect(Promise.resolve(bound.consume("k", 1)), client).rejects.toThrow(SluiceStoreError);
-        await expect(Promise.resolve(bound.peek("k")), client).rejects.toThrow(/\[sluice\] \[redis\] malformed reply from the decide script: expected 8 \(or 5\) integers/);
+        await expect(Promise.resolve(bound.peek("k")), client).rejects.toThrow(/\[sluice\] \[redis\] malformed reply from the decide script: expected 8 \(or 2\) integers/);
         const { reason, error } = await failureOf(store);
         expect(reason, client).toBe("store-error");
         expect(error, client).toBeInstanceOf(SluiceStoreError);

@@ -112,7 +112,18 @@ export function evaluate(policy: Policy, num: Float64Array, off: number, obj: un
 /**
  * The policy's state now, consuming nothing, reported as allowed: used for a policy that would have
  * allowed a request another policy denied. (An infinite cost takes every algorithm's denial path,
- * which computes exactly the state now; the flags are then set for "would have allowed".)
+ * which computes exactly the state now; the flags are then set for "would have allowed".) The
+ * state right after an allowed request gives that request's answer (`delayMs` aside, which only a
+ * queue has): the Redis store answers its fast path so from the state the script sends back.
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow } from "@sluice/core";
+ * import { stateNow } from "@sluice/core/store";
+ * const policy = fixedWindow({ limit: 10, window: "1m" });
+ * // the state [window index, count]: window 0 holds 3 requests
+ * stateNow(policy, Float64Array.of(0, 3), 0, [], 0, 1_000_000).remaining; // 7
+ * ```
  */
 export function stateNow(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number): PolicyResult {
   const r = evaluate(policy, num, off, obj, oOff, nowUs, Infinity, false);

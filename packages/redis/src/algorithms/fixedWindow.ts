@@ -10,6 +10,15 @@ import { type LuaAlgorithm, digits, int, limitLocal, str, windowLua } from "./de
 
 export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   ...windowLua,
+  // the fast path sends the new count; the window is now's (core's state: [window, count])
+  stateReply: (policy) => ({
+    width: 1,
+    lua: (p) => [`${p}_new_count`],
+    fill(reply, at, nowUs, num) {
+      num[0] = Math.floor(Math.floor(nowUs / 1000) / policy.windowMs);
+      num[1] = reply[at] as number;
+    },
+  }),
   part(policy, p, i) {
     const stored = `stored[${i}]`;
     // the limit is a per-key local: an override may change it (it is also the largest cost)

@@ -9,16 +9,27 @@
  */
 import type { LeakyBucketPolicy, TokenBucketPolicy } from "@sluice/core";
 import { MAX_GCRA_SHIFT_US, policyField } from "@sluice/core/store";
-import { type LuaAlgorithm, type LuaPart, int, str } from "./definition.js";
+import { type LuaAlgorithm, type LuaPart, type StateReply, int, str } from "./definition.js";
 
 /** What the GCRA reads of a bucket policy. */
 type GcraPolicy = TokenBucketPolicy | LeakyBucketPolicy;
 
 /** The GCRA's Lua, shared by {@link tokenBucketLua} and {@link leakyBucketLua}; `sizes` describes the bucket in the script's comment. */
 export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): LuaAlgorithm<P> {
+  // a bucket without a queue: the fast path sends the new TAT (core's state: [tat, shift]; the
+  // shift is not read by the answer, and the mark carries it); with a queue, the answer (its delay)
+  const stateReply: StateReply = {
+    width: 1,
+    lua: (p) => [`${p}_new_tat`],
+    fill(reply, at, _nowUs, num) {
+      num[0] = reply[at] as number;
+      num[1] = 0;
+    },
+  };
   const algorithm: LuaAlgorithm<P> = {
     marks: true,
     leases: false,
+    stateReply: (policy) => (policy.queue > 0 ? undefined : stateReply),
     maxCost: (policy) => policy.burst + policy.queue,
     part(policy, p, i): LuaPart {
       const stored = `stored[${i}]`;
