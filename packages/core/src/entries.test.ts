@@ -136,6 +136,7 @@ const STORE_VALUES = [
   "MAX_POLICIES",
   "OVERRIDE_FIELD",
   "POLICY_KINDS",
+  "allowedFromState",
   "assertKey",
   "assertNamespace",
   "assertPrefixAndTier",

@@ -113,7 +113,7 @@ describe("core purity", () => {
       expect(store, name).not.toHaveProperty(name);
       expect(adapter, name).not.toHaveProperty(name);
     }
-    for (const name of ["toDecision", "storageKey", "policyField", "namespaceKey", "encodeKeyPart", "assertKey", "assertNamespace", "decideState", "peekState", "refundState", "releaseState"]) {
+    for (const name of ["toDecision", "storageKey", "policyField", "namespaceKey", "encodeKeyPart", "assertKey", "assertNamespace", "decideState", "peekState", "refundState", "releaseState", "allowedFromState"]) {
       expect(main, name).not.toHaveProperty(name);
       expect(store, name).toHaveProperty(name);
     }

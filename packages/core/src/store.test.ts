@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
-import { type StoredState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey } from "./store.js";
+import { policyFromSpec, policySpecArbitrary } from "../../testing/src/vectors.js";
+import { type StoredState, allowedFromState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey } from "./store.js";
 import type { StoreResult } from "./types.js";
 
 const T0 = 1_767_225_600_000;
@@ -215,5 +216,40 @@ describe("storageKey / encodeKeyPart", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe("allowedFromState", () => {
+  it("gives an allowed request's answer from the state it left, for every algorithm (a queue's delayMs aside)", () => {
+    let allowed = 0;
+    fc.assert(
+      fc.property(
+        policySpecArbitrary({ leases: false }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 2500 }), fc.integer({ min: 1, max: 3 })), { minLength: 1, maxLength: 25 }),
+        (spec, steps) => {
+          const policy = policyFromSpec(spec);
+          let state: StoredState | undefined;
+          let nowUs = us(T0) + 123;
+          for (const [advanceMs, cost] of steps) {
+            nowUs += advanceMs * 1000 + 7;
+            const d = decideState([policy], state, nowUs, cost);
+            const r = d.policies[0]!;
+            if (r.allowed && d.state !== undefined) {
+              allowed++;
+              const stored = d.state[policyField(policy)] as number[];
+              expect(allowedFromState(policy, stored, nowUs)).toEqual({ ...r, delayMs: 0 });
+            }
+            if (d.state !== undefined) state = d.state;
+          }
+        },
+      ),
+    );
+    // not vacuous: fast-check's 100 runs compared many allowed answers
+    expect(allowed).toBeGreaterThan(200);
+  });
+
+  it("answers undefined for a stored form its algorithm cannot read", () => {
+    expect(allowedFromState(fixedWindow({ limit: 3, window: "1m" }), [0, 1], us(T0))).toBeUndefined();
+    expect(allowedFromState(tokenBucket({ capacity: 3, refillRate: 1 }), [0, 1, -5], us(T0))).toBeUndefined();
   });
 });

@@ -117,8 +117,8 @@ export {
 } from "./overrides.js";
 // the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
 export { CONCURRENCY_RETRY_MS, MAX_GCRA_SHIFT_US, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
-// a policy's answer from its numeric state (a store that gets the state back rather than the answer: the Redis fast path)
-export { stateNow } from "./algorithms/index.js";
+// an allowed request's answer from the state it left (a store that gets the state back rather than the answer: the Redis fast path)
+export { allowedFromState } from "./algorithms/index.js";
 
 /**
  * The stored state of one identifier (one {@link storageKey}): for each policy, under its

@@ -16,7 +16,7 @@ import {
   encodeKeyPart,
   namespaceKey,
   overrideFromText,
-  stateNow,
+  allowedFromState,
 } from "@sluice/core/store";
 import { luaOf } from "./algorithms/index.js";
 import type { StateReply } from "./algorithms/definition.js";
@@ -157,8 +157,6 @@ class ScriptBinding implements BoundStore {
   readonly #stateReplies: (StateReply | undefined)[];
   /** The length of the fast path's reply, without the override's body. */
   readonly #compact: number;
-  /** A policy's numeric state rebuilt from the fast path's reply (parsing is synchronous: one per store is enough). */
-  readonly #num = new Float64Array(4);
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
   readonly #keyStart: string;
 
@@ -238,8 +236,9 @@ class ScriptBinding implements BoundStore {
       for (let i = 0; i < n; i++) {
         const state = this.#stateReplies[i];
         if (state !== undefined) {
-          state.fill(reply, b, nowUs, this.#num);
-          policies[i] = stateNow(effective[i] as Policy, this.#num, 0, NO_OBJECTS, 0, nowUs);
+          const answer = allowedFromState(effective[i] as Policy, state.stored(reply, b, nowUs), nowUs);
+          if (answer === undefined) throw new SluiceStoreError(`[sluice] [redis] malformed reply from the decide script: a state core cannot read; got ${preview(reply)}`);
+          policies[i] = answer;
           b += state.width;
           continue;
         }
@@ -365,9 +364,6 @@ class ScriptBinding implements BoundStore {
   }
 }
 
-
-/** The object slots of a state rebuilt from a reply: none (only numeric states are sent so). */
-const NO_OBJECTS: unknown[] = [];
 
 /** Whether the first `length` entries of `reply` are safe integers. */
 function numbersUpTo(reply: unknown[], length: number): boolean {

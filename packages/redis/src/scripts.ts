@@ -179,7 +179,7 @@ function compactValues(kind: string, values: string): string {
 
 /**
  * A policy's part of the fast path's reply: its new state where its algorithm has a
- * {@link StateReply} for it (`state`: the store answers from it with core's `stateNow`), else the
+ * {@link StateReply} for it (`state`: the store answers from it with core's `allowedFromState`), else the
  * four numbers of its answer ({@link compactValues}).
  */
 function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; items: readonly string[] } {
@@ -213,7 +213,7 @@ function prefixOf(policy: Policy, i: number): string {
  * then per policy: its new state (see `StateReply`: a fixed window's count, a sliding window's two
  * counts, a token bucket's TAT), or for a policy without a `StateReply` remaining, resetAt, delayMs
  * and refillAt }`, then the marks and the override. The store computes the answer from the state
- * with core's `stateNow`; allowed, retryAfterMs and blockedUntil are 1, 0 and 0 there. The two
+ * with core's `allowedFromState`; allowed, retryAfterMs and blockedUntil are 1, 0 and 0 there. The two
  * forms have different lengths (`1 + w + marks`, w at most 4n, against `1 + 7n + marks`, each plus
  * one with an override), which is how the store tells them apart.
  *

@@ -112,18 +112,7 @@ export function evaluate(policy: Policy, num: Float64Array, off: number, obj: un
 /**
  * The policy's state now, consuming nothing, reported as allowed: used for a policy that would have
  * allowed a request another policy denied. (An infinite cost takes every algorithm's denial path,
- * which computes exactly the state now; the flags are then set for "would have allowed".) The
- * state right after an allowed request gives that request's answer (`delayMs` aside, which only a
- * queue has): the Redis store answers its fast path so from the state the script sends back.
- *
- * @example
- * ```ts
- * import { fixedWindow } from "@sluice/core";
- * import { stateNow } from "@sluice/core/store";
- * const policy = fixedWindow({ limit: 10, window: "1m" });
- * // the state [window index, count]: window 0 holds 3 requests
- * stateNow(policy, Float64Array.of(0, 3), 0, [], 0, 1_000_000).remaining; // 7
- * ```
+ * which computes exactly the state now; the flags are then set for "would have allowed".)
  */
 export function stateNow(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number): PolicyResult {
   const r = evaluate(policy, num, off, obj, oOff, nowUs, Infinity, false);
@@ -131,6 +120,34 @@ export function stateNow(policy: Policy, num: Float64Array, off: number, obj: un
   r.retryAfterMs = 0;
   return r;
 }
+
+/**
+ * The answer of an allowed request from the state it left, given in its stored form (`[expiresUs,
+ * ...numbers]`, as `StoredState` keeps a policy's field; the expiry is not read): the state
+ * now, reported as allowed, which is that request's answer for every algorithm but a queue's
+ * `delayMs` (always 0 here). For a store that gets the state back rather than the answer (the Redis
+ * fast path), so that it answers with the same arithmetic as every other store. `undefined` when
+ * the stored form is malformed.
+ *
+ * @example
+ * ```ts
+ * import { fixedWindow } from "@sluice/core";
+ * import { allowedFromState } from "@sluice/core/store";
+ * const policy = fixedWindow({ limit: 10, window: "1m" });
+ * // window 0 (its first minute) holds 3 requests: 7 left, until the minute ends
+ * allowedFromState(policy, [0, 0, 3], 1_000_000); // { allowed: true, remaining: 7, resetAt: 60000, ... }
+ * ```
+ */
+export function allowedFromState(policy: Policy, stored: readonly number[], nowUs: number): PolicyResult | undefined {
+  const algorithm = algorithmOf(policy);
+  const num = new Float64Array(algorithm.numWidth);
+  const obj: unknown[] = algorithm.objWidth === 0 ? NO_OBJECTS : new Array(algorithm.objWidth).fill(undefined);
+  if (!algorithm.decode(policy, stored, num, 0, obj, 0, nowUs)) return undefined;
+  return stateNow(policy, num, 0, obj, 0, nowUs);
+}
+
+/** The object slots of an algorithm that keeps none. */
+const NO_OBJECTS: unknown[] = [];
 
 /** `peek`: whether a cost-1 request would pass now, with `remaining`/`resetAt` of the state now. */
 export function peekPolicy(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number): PolicyResult {

@@ -126,10 +126,10 @@ export interface LuaAlgorithm<P extends Policy> {
 
 /**
  * The fast path's reply of one policy as the state an allowed consume leaves, from which the store
- * computes the answer with core's `stateNow`: the same TypeScript every other store runs, and fewer
- * numbers for Redis to compute and convert (each number of a reply costs a script about 36 ns, and
- * the answer's arithmetic more: a sliding window's `refill_at`). Only for an algorithm whose answer
- * core's `stateNow` gives exactly from that state (a queue's `delay` it does not: the leaky bucket
+ * computes the answer with core's `allowedFromState`: the same TypeScript every other store runs,
+ * and fewer numbers for Redis to compute and convert (each number of a reply costs a script about
+ * 36 ns, and the answer's arithmetic more: a sliding window's `refill_at`). Only for an algorithm
+ * whose answer core gives exactly from that state (a queue's `delay` it does not: the leaky bucket
  * keeps its four numbers).
  */
 export interface StateReply {
@@ -138,10 +138,10 @@ export interface StateReply {
   /** The Lua expressions sent (from `<p>_new_*`, after `take`; `allowed` is not run), given the policy's local prefix `p`. */
   lua(p: string): readonly string[];
   /**
-   * Core's numeric state of the policy (`numWidth` numbers, in `num` from 0) from the numbers at
-   * `reply[at]` and on, and the script's now (µs). The reply's numbers were checked to be safe integers.
+   * The policy's state in core's stored form (`[expiresUs, ...numbers]`, the expiry unread: 0)
+   * from the numbers at `reply[at]` and on (checked to be safe integers) and the script's now (µs).
    */
-  fill(reply: readonly unknown[], at: number, nowUs: number, num: Float64Array): void;
+  stored(reply: readonly unknown[], at: number, nowUs: number): number[];
 }
 
 /** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */

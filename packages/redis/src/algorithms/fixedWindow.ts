@@ -10,14 +10,11 @@ import { type LuaAlgorithm, digits, int, limitLocal, str, windowLua } from "./de
 
 export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   ...windowLua,
-  // the fast path sends the new count; the window is now's (core's state: [window, count])
+  // the fast path sends the new count; the window is now's (core's stored form: [expires, window, count])
   stateReply: (policy) => ({
     width: 1,
     lua: (p) => [`${p}_new_count`],
-    fill(reply, at, nowUs, num) {
-      num[0] = Math.floor(Math.floor(nowUs / 1000) / policy.windowMs);
-      num[1] = reply[at] as number;
-    },
+    stored: (reply, at, nowUs) => [0, Math.floor(Math.floor(nowUs / 1000) / policy.windowMs), reply[at] as number],
   }),
   part(policy, p, i) {
     const stored = `stored[${i}]`;

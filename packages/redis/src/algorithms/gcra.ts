@@ -16,15 +16,12 @@ type GcraPolicy = TokenBucketPolicy | LeakyBucketPolicy;
 
 /** The GCRA's Lua, shared by {@link tokenBucketLua} and {@link leakyBucketLua}; `sizes` describes the bucket in the script's comment. */
 export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): LuaAlgorithm<P> {
-  // a bucket without a queue: the fast path sends the new TAT (core's state: [tat, shift]; the
-  // shift is not read by the answer, and the mark carries it); with a queue, the answer (its delay)
+  // a bucket without a queue: the fast path sends the new TAT (core's stored form: [expires, tat];
+  // the shift, which the answer does not read, goes in the mark); with a queue, the answer (its delay)
   const stateReply: StateReply = {
     width: 1,
     lua: (p) => [`${p}_new_tat`],
-    fill(reply, at, _nowUs, num) {
-      num[0] = reply[at] as number;
-      num[1] = 0;
-    },
+    stored: (reply, at) => [0, reply[at] as number],
   };
   const algorithm: LuaAlgorithm<P> = {
     marks: true,

@@ -11,15 +11,11 @@ import { type LuaAlgorithm, digits, indent, int, str, windowLua } from "./defini
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   ...windowLua,
-  // the fast path sends the new counts; the window is now's (core's state: [window, previous, current])
+  // the fast path sends the new counts; the window is now's (core's stored form: [expires, window, previous, current])
   stateReply: (policy) => ({
     width: 2,
     lua: (p) => [`${p}_new_previous`, `${p}_new_current`],
-    fill(reply, at, nowUs, num) {
-      num[0] = Math.floor(Math.floor(nowUs / 1000) / policy.windowMs);
-      num[1] = reply[at] as number;
-      num[2] = reply[at + 1] as number;
-    },
+    stored: (reply, at, nowUs) => [0, Math.floor(Math.floor(nowUs / 1000) / policy.windowMs), reply[at] as number, reply[at + 1] as number],
   }),
   part(policy, p, i) {
     const stored = `stored[${i}]`;
