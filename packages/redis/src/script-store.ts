@@ -10,13 +10,13 @@ import {
   type Store,
   type StoreNamespace,
   type StoreResult,
+  allowedFromState,
   assertNamespace,
   assertStoreCommand,
   effectivePolicies,
   encodeKeyPart,
   namespaceKey,
   overrideFromText,
-  allowedFromState,
 } from "@sluice/core/store";
 import { luaOf } from "./algorithms/index.js";
 import type { StateReply } from "./algorithms/definition.js";
