@@ -224,13 +224,12 @@ class ScriptBinding implements BoundStore {
     }
     // under an override, each result's limit is the policy's effective quota
     const override = body === undefined ? undefined : overrideFromText(body as string);
-    const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
     const policies: PolicyResult[] = new Array(n);
     let now = reply[0] as number;
     if (length === compact) {
       const nowUs = now;
       now = Math.floor(nowUs / 1000);
-      // the answer of a policy sent as its state: core's, for the policy in effect (an override's quota)
+      // the policies in effect (an override's quotas): a state's answer is core's for them, and each limit theirs
       const effective = override === undefined ? this.#policies : effectivePolicies(this.#policies, body as string);
       let b = 1;
       for (let i = 0; i < n; i++) {
@@ -245,7 +244,7 @@ class ScriptBinding implements BoundStore {
         policies[i] = {
           policy: this.#names[i] as string,
           allowed: true,
-          limit: limits[i] as number,
+          limit: (effective[i] as Policy).limit,
           remaining: reply[b] as number,
           resetAt: reply[b + 1] as number,
           retryAfterMs: 0,
@@ -255,6 +254,7 @@ class ScriptBinding implements BoundStore {
         b += 4;
       }
     } else {
+      const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
       for (let i = 0; i < n; i++) {
         const b = 1 + i * 7;
         const retry = reply[b + 3] as number;

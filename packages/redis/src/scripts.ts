@@ -182,9 +182,9 @@ function compactValues(kind: string, values: string): string {
  * {@link StateReply} for it (`state`: the store answers from it with core's `allowedFromState`), else the
  * four numbers of its answer ({@link compactValues}).
  */
-function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; items: readonly string[] } {
+function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; list: string } {
   const reply = luaOf(policy).stateReply?.(policy);
-  if (reply === undefined) return { state: false, items: luaListItems(compactValues(policy.kind, part.values("cost"))) };
+  if (reply === undefined) return { state: false, list: compactValues(policy.kind, part.values("cost")) };
   const items = reply.lua(p);
   if (items.length !== reply.width) {
     // an algorithm's Lua out of shape (a bug of ours, never the caller's): refused before any script exists
@@ -192,7 +192,7 @@ function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; 
       option: "policies",
     });
   }
-  return { state: true, items };
+  return { state: true, list: items.join(", ") };
 }
 
 /** The local-name prefix of the policy at position `i` (1-based): its kind's code (core's `policyField` ends with it) and `i`. */
@@ -374,7 +374,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     ...write.map((line) => `  ${line}`),
     // the answer's locals, for a policy answered with its numbers rather than its state
     ...parts.flatMap((x, k) => (fastReplies[k]!.state ? [] : block(x.allowed))),
-    `  return { now_us, ${[...fastReplies.map((r) => r.items.join(", ")), ...marks.map((m) => m.mark)].join(", ")}, override }`,
+    `  return { now_us, ${[...fastReplies.map((r) => r.list), ...marks.map((m) => m.mark)].join(", ")}, override }`,
     "end",
     "",
     "-- the general code: each policy's decide(c) (the same tests and answers as the fast path, for c units, and the",
