@@ -253,3 +253,19 @@ describe("allowedFromState", () => {
     expect(allowedFromState(tokenBucket({ capacity: 3, refillRate: 1 }), [0, 1, -5], us(T0))).toBeUndefined();
   });
 });
+
+describe("penalty box over JSON records", () => {
+  it("escalates a denial exactly maxMs after the previous block ended, as the rule says (the box is kept until then)", () => {
+    const login = fixedWindow({ limit: 1, window: "1h", name: "login", block: { base: 500, factor: 2, max: 1000 } });
+    const first = decideState([login], undefined, us(T0), 1);
+    expect(first.policies[0]!.allowed).toBe(true);
+    const denied = decideState([login], first.state, us(T0), 1);
+    expect(denied.policies[0]).toMatchObject({ allowed: false, blocked: true, blockedUntil: T0 + 500 });
+    // the block ended at T0 + 500; a denial at its end + maxMs is a repeat offence: blocked for 1000 ms, not 500
+    const repeat = decideState([login], denied.state, us(T0 + 500 + 1000), 1);
+    expect(repeat.policies[0]).toMatchObject({ allowed: false, blocked: true, blockedUntil: T0 + 1500 + 1000 });
+    // one ms later it is a first offence again
+    const later = decideState([login], denied.state, us(T0 + 500 + 1000) + 1000, 1);
+    expect(later.policies[0]).toMatchObject({ allowed: false, blocked: true, blockedUntil: T0 + 1501 + 500 });
+  });
+});

@@ -652,7 +652,27 @@ for (const [i, limits] of overrideSets.entries()) {
   overrideCases.push(randomOverrideCase(`random with overrides and manual blocks #${i + 1}: ${limits.map((l) => l.kind).join(", ")}`, limits, seed++, 100, spanMs));
 }
 
-const cases = [...handPicked, ...random, ...overrideCases].map(record);
+// edges found later, appended so that every case above stays as it was
+const edgeCases: Plan[] = [
+  {
+    name: "penalty box: a denial exactly max after the block ended is still a repeat (the box is kept until then); 1 ms later it is a first offence",
+    limits: [{ kind: "fixedWindow", options: { limit: 1, window: "1h", name: "login", block: { base: 500, factor: 2, max: 1000 } } }],
+    plan: [
+      lim(0),
+      // blocked until T0 + 500
+      lim(0),
+      // 1000 ms after that block ended: escalated, blocked 1000 ms, until T0 + 2500
+      lim(1500),
+      // 1001 ms after: a first offence, 500 ms
+      lim(3501),
+      lim(0, "j"),
+      lim(0, "j"),
+      lim(1501, "j"),
+    ],
+  },
+];
+
+const cases = [...handPicked, ...random, ...overrideCases, ...edgeCases].map(record);
 for (const c of cases) await verifyWithMemory(c);
 const out = fileURLToPath(new URL("../vectors/vectors.json", import.meta.url));
 // one line per step keeps the file readable in diffs and small

@@ -141,11 +141,15 @@ export function startBlocks(layout: BlockLayout, results: PolicyResult[], num: F
   return started;
 }
 
-/** When (µs) a policy's penalty box is forgotten: `maxMs` after the block ends (0: none kept). */
+/**
+ * When (µs) a policy's penalty box is forgotten (0: none kept): the first µs past `maxMs` after
+ * the block ends. A denial at exactly `maxMs` after is still a repeat ({@link startBlocks}), and a
+ * state is empty only from its expiry on, so the box must outlive that instant.
+ */
 export function blockExpiresAtUs(layout: BlockLayout, i: number, num: Float64Array, base: number): number {
   const bo = layout.blockOffsets[i] as number;
   const block = (layout.policies[i] as Policy).block;
   if (bo < 0 || block === undefined) return 0;
   const until = num[base + bo] as number;
-  return until > 0 ? until + block.maxMs * 1000 : 0;
+  return until > 0 ? until + block.maxMs * 1000 + 1 : 0;
 }
