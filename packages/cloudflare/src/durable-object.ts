@@ -202,13 +202,14 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
 
   /**
    * Gives `cost` units back to every policy for the request charged at `chargedAtMs` with the
-   * marks `marks` (absent: the latest charges), never above the quota and never more than the
-   * charge still weighs (core's `refundState`); answers the state afterwards.
+   * marks `marks` (absent: the latest charges), each unit at its price `prices` (absent: the price
+   * in force now), never above the quota and never more than the charge still weighs (core's
+   * `refundState`); answers the state afterwards.
    */
   refund(call: RefundCall): DecisionReply {
     return refusing(() => {
       assertCall(call);
-      const { cost, chargedAtMs, marks } = call as Partial<RefundCall>;
+      const { cost, chargedAtMs, marks, prices } = call as Partial<RefundCall>;
       if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost <= 0) {
         throw new SluiceInputError(`[sluice] [cloudflare] cost must be a positive safe integer; got ${shown(cost)}`, { option: "cost" });
       }
@@ -220,7 +221,10 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
       if (marks !== undefined && (!Array.isArray(marks) || !marks.every((m) => Number.isSafeInteger(m) && m >= 0))) {
         throw new SluiceInputError(`[sluice] [cloudflare] marks must be a list of non-negative safe integers; got ${shown(marks)}`, { option: "marks" });
       }
-      const charge = chargedAtMs === undefined ? undefined : { atMs: chargedAtMs, marks };
+      if (prices !== undefined && (!Array.isArray(prices) || !prices.every((m) => Number.isSafeInteger(m) && m >= 0))) {
+        throw new SluiceInputError(`[sluice] [cloudflare] prices must be a list of non-negative safe integers; got ${shown(prices)}`, { option: "prices" });
+      }
+      const charge = chargedAtMs === undefined ? undefined : { atMs: chargedAtMs, marks, prices };
       return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, charge));
     });
   }

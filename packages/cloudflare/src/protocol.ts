@@ -65,12 +65,14 @@ export interface ReleaseCall extends LimiterCall {
 
 /**
  * A `refund` call: `cost` units back to every policy, for the request charged at `chargedAtMs`
- * with the marks `marks` (core's `RefundCharge`; both absent: the latest charges).
+ * with the marks `marks` and the unit prices `prices` (core's `RefundCharge`; all absent: the
+ * latest charges, at the prices in force now).
  */
 export interface RefundCall extends LimiterCall {
   cost: number;
   chargedAtMs?: number;
   marks?: number[];
+  prices?: number[];
 }
 
 /**

@@ -225,6 +225,7 @@ class DurableObjectBinding implements BoundStore {
       call.chargedAtMs = charge.atMs;
       // no marks known: an empty list (a bucket then gives nothing back)
       call.marks = charge.marks === undefined ? [] : [...charge.marks];
+      if (charge.prices !== undefined) call.prices = [...charge.prices];
     }
     let reply: DecisionReply;
     try {

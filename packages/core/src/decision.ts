@@ -12,7 +12,7 @@
  * @module
  */
 import type { Policy } from "./algorithms/index.js";
-import { refundedMark } from "./engine.js";
+import { refundedMark, unitPrices } from "./engine.js";
 import { effectivePolicies, overrideBody } from "./overrides.js";
 import type { Decision, DecisionReason, PolicyResult, RefundCharge, StoreResult } from "./types.js";
 
@@ -191,15 +191,15 @@ export class StoreDecision implements Decision {
     const d = decision as StoreDecision;
     const marks = d.#marks;
     const refunded = d.#refunded;
-    // a charge made under an override weighs what its effective policies say (a bucket's T)
-    const charged = d.override === undefined || marks === undefined || refunded === 0 ? policies : effectivePolicies(policies, overrideBody(d.override));
-    return {
-      units: Math.min(units, d.#refundable),
-      charge: {
-        atMs: d.now,
-        marks: marks === undefined || refunded === 0 ? marks : marks.map((mark, i) => refundedMark(charged[i] as Policy, mark, refunded)),
-      },
+    // a charge made under an override weighs what its effective policies said then (a bucket's T),
+    // whatever override is in force when it is refunded
+    const charged = d.override === undefined || marks === undefined ? policies : effectivePolicies(policies, overrideBody(d.override));
+    const charge: RefundCharge = {
+      atMs: d.now,
+      marks: marks === undefined || refunded === 0 ? marks : marks.map((mark, i) => refundedMark(charged[i] as Policy, mark, refunded)),
+      prices: marks === undefined ? undefined : unitPrices(charged),
     };
+    return { units: Math.min(units, d.#refundable), charge };
   }
 
   /** Records that `units` of `decision` were given back (or may have been: a timeout). */

@@ -211,6 +211,23 @@ export function chargeMarks(layout: Layout, num: Float64Array, base: number): nu
   return marks;
 }
 
+/**
+ * What one unit of a charge weighs per policy (`AlgorithmDefinition.unitPrice`: a bucket's emission
+ * interval, µs; 0 for a policy whose unit is a count), for the policies in force when it was made.
+ * `undefined` when no policy prices its units.
+ */
+export function unitPrices(policies: readonly Policy[]): number[] | undefined {
+  let prices: number[] | undefined;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const price = algorithmOf(policy).unitPrice?.(policy);
+    if (price === undefined) continue;
+    prices ??= new Array(policies.length).fill(0);
+    prices[i] = price;
+  }
+  return prices;
+}
+
 /** A charge's mark once `units` of it have been given back already (a refund of a charge may come in parts). */
 export function refundedMark(policy: Policy, mark: number, units: number): number {
   return algorithmOf(policy).refundedMark?.(policy, mark, units) ?? mark;
@@ -222,8 +239,9 @@ export function refundedMark(policy: Policy, mark: number, units: number): numbe
  * the quota, never letting any span admit more than it would have had the refunded request never
  * been made). `marks`: the charge's marks (see {@link chargeMarks}, moved back by
  * {@link refundedMark} for what was refunded already), or `undefined` for the latest charge; a mark
- * missing from the list is unknown (0), and a bucket then gives nothing back. Returns whether any
- * state changed.
+ * missing from the list is unknown (0), and a bucket then gives nothing back. `prices`: what one
+ * unit of the charge weighed per policy (see {@link unitPrices}; absent or 0: the policy's price
+ * now). Returns whether any state changed.
  */
 export function refundAll(
   layout: Layout,
@@ -235,8 +253,9 @@ export function refundAll(
   cost: number,
   chargedAtUs: number,
   marks?: readonly number[],
+  prices?: readonly number[],
 ): boolean {
   return changesAny(layout, base, oBase, (policy, i, off, oOff) =>
-    algorithmOf(policy).refund(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs, marks === undefined ? -1 : (marks[i] ?? 0)),
+    algorithmOf(policy).refund(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs, marks === undefined ? -1 : (marks[i] ?? 0), prices?.[i] ?? 0),
   );
 }

@@ -533,7 +533,7 @@ export class MemoryBinding implements BoundStore {
       const table = this.#table;
       const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
       const marks = charge === undefined ? undefined : (charge.marks ?? NO_MARKS);
-      refundAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks);
+      refundAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks, charge?.prices);
     }
     return this.peek(key);
   }

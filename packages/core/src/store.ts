@@ -444,7 +444,7 @@ export function refundState(
   const plan = planOf(list);
   const { num, obj } = load(plan, state, nowUs);
   const chargedAtUs = charge === undefined ? -1 : charge.atMs * 1000;
-  const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtUs, charge === undefined ? undefined : (charge.marks ?? NO_MARKS));
+  const changed = refundAll(plan.layout, num, 0, obj, 0, nowUs, cost, chargedAtUs, charge === undefined ? undefined : (charge.marks ?? NO_MARKS), charge?.prices);
   if (!changed) return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
   const next = written(plan, state, num, obj, nowUs);
   return withOverride({ policies: answerNow(policies, next.state, nowUs, controls), ...next }, controls);

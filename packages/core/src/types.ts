@@ -137,6 +137,13 @@ export interface RefundCharge {
    * refunded already; `undefined` when the store returned none.
    */
   readonly marks: readonly number[] | undefined;
+  /**
+   * Per policy, what one unit of the charge weighed when it was made (a bucket: its emission
+   * interval then, in µs, under the override in force then; 0 for a policy that prices no unit):
+   * a refund gives back at that price, whatever quota is in force when it is made. Absent (or 0 for
+   * a policy): the price in force now, which is the charge's own unless an override changed since.
+   */
+  readonly prices?: readonly number[] | undefined;
 }
 
 /** A key namespace: a prefix and the policies every key in it is checked against. */

@@ -4,11 +4,12 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA a694d0c3cc37306d365a1eaaf69dc293e89c65c8; below this header, the script byte for byte)
+-- (EVALSHA c979f89543dc87c2bcc9c00ea1c19487f651d251; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
--- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy; for a consume
+-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy and one price per
+-- policy (what a unit of the charge weighed); for a consume
 -- or a release, the lease id (the slot an allowed request holds on each concurrency cap, or the one to free).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
@@ -222,13 +223,15 @@ local function fw2_decide(c)
 end
 
 if ARGV[2] == 'r' then
-  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
+  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks and prices in ARGV[5..] (absent: the latest),
   -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
   local charged_window_ms = charged_ms
   if charged_window_ms < 0 then charged_window_ms = now_ms end
+  -- what one unit of the charge weighed per policy (ARGV[6 + i]: a bucket's emission interval then; 0 or absent: its own now)
+  local function refund_price(i) return tonumber(ARGV[6 + i]) or 0 end
   local writes, deletes = {}, {}
   local function changed(field, value) writes[#writes + 1] = field; writes[#writes + 1] = value end
   local function emptied(field) deletes[#deletes + 1] = field end

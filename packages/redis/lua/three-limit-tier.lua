@@ -5,11 +5,12 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 4bf08ad950e4eee99d3e9ab65bddf601c0ff5bb4; below this header, the script byte for byte)
+-- (EVALSHA db63f8d90a41de6518b0aa2f6125ba34825cc6d0; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
--- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy.
+-- clock 'client'; '' or absent: TIME) and, for a refund, when the request was charged (ms) then one mark per policy and one price per
+-- policy (what a unit of the charge weighed).
 -- Returns now_ms, then per policy: allowed (1/0), remaining, reset_at (ms), retry_after (ms, -1: never), delay (ms),
 -- refill_at (ms: when the available quota next grows), blocked_until (ms: a block denies until then; 0: none),
 -- (the fast path, a consume every policy allows, sends now_us, then per policy its new state or, for a bucket with
@@ -286,13 +287,15 @@ local function tb3_decide(c)
 end
 
 if ARGV[2] == 'r' then
-  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks in ARGV[5..] (absent: the latest),
+  -- refund: give ARGV[1] units back for a charge at ARGV[4] ms with its marks and prices in ARGV[5..] (absent: the latest),
   -- then answer as a peek
   local refund_cost = cost
   local charged_ms = tonumber(ARGV[4]) or -1
   -- the windows: the one charged in (without a time, the current one)
   local charged_window_ms = charged_ms
   if charged_window_ms < 0 then charged_window_ms = now_ms end
+  -- what one unit of the charge weighed per policy (ARGV[7 + i]: a bucket's emission interval then; 0 or absent: its own now)
+  local function refund_price(i) return tonumber(ARGV[7 + i]) or 0 end
   local writes, deletes = {}, {}
   local function changed(field, value) writes[#writes + 1] = field; writes[#writes + 1] = value end
   local function emptied(field) deletes[#deletes + 1] = field end
@@ -316,7 +319,10 @@ if ARGV[2] == 'r' then
     local finish = tb3_tat
     if charged_ms >= 0 then finish = (tonumber(ARGV[7]) or 0) - tb3_shift end
     local last = finish >= tb3_tat
-    local back = math.min(refund_cost * tb3_t, finish - now_us, tb3_tat - now_us)
+    -- each unit at the emission interval it was charged at (an override set or cleared since changes T, not the charge)
+    local unit = refund_price(3)
+    if unit <= 0 then unit = tb3_t end
+    local back = math.min(refund_cost * unit, finish - now_us, tb3_tat - now_us)
     if not last then back = math.min(back, 1125899906842624 - tb3_shift) end
     if back > 0 then
       tb3_tat = tb3_tat - back

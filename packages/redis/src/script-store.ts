@@ -322,6 +322,8 @@ class ScriptBinding implements BoundStore {
       // when the request was charged, then its mark per policy (none known: 0, a bucket gives nothing back)
       args.push(String(charge.atMs));
       for (let i = 0; i < this.#names.length; i++) args.push(String(charge.marks?.[i] ?? 0));
+      // then what a unit of the charge weighed per policy (0: the price in force now)
+      if (charge.prices !== undefined) for (let i = 0; i < this.#names.length; i++) args.push(String(charge.prices[i] ?? 0));
     }
     return this.#run(this.#keys(key), args);
   }

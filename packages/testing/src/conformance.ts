@@ -35,7 +35,7 @@ import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants, testOverrideInvariants } from "./invariants.js";
 import { testOverrides } from "./overrides.js";
 import { testKeySchema } from "./key-schema.js";
-import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
+import { type PlainDecision, type ReferenceCharge, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, isOverrideRead, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
 import { T0, uniquePrefix } from "./suite-shared.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
@@ -929,7 +929,7 @@ export function testStore(options: TestStoreOptions): void {
               const latest = new Map<string, Decision>();
               const charged = new Map<Decision, number>();
               const refunded = new Map<Decision, number>();
-              const refCharges = new Map<Decision, { atMs: number; snapshots: readonly number[] }>();
+              const refCharges = new Map<Decision, ReferenceCharge>();
               // the decisions that acquired a lease, per key (released or not: a release is idempotent)
               const leases = new Map<string, Decision[]>();
               const concurrent = holdsLeases(policies);

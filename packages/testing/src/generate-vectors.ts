@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type Decision, type Duration, MemoryStore, type Override, RateLimiter } from "@sluice/core";
 import { T0 } from "./suite-shared.js";
 import { holdsLeases, referenceOf } from "./algorithms/index.js";
-import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
+import { type PlainDecision, type ReferenceCharge, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, type VectorStep, isOverrideRead, policyFromSpec, runStep, stepMs } from "./vectors.js";
 
 /** mulberry32: a tiny seeded PRNG, so the vectors do not depend on any library's generator. */
@@ -68,7 +68,7 @@ function record(c: Omit<VectorCase, "steps"> & { plan: Omit<VectorStep, "expect"
   // the reference's record of its charge
   const charged = new Map<number, number>();
   const refunded = new Map<number, number>();
-  const refCharges = new Map<number, { atMs: number; snapshots: readonly number[] }>();
+  const refCharges = new Map<number, ReferenceCharge>();
   // the reference's lease of limit step i is i + 1 (the stores get the limiter's random ones)
   const allowed = new Set<number>();
   const steps: VectorStep[] = c.plan.map((s, i) => {
@@ -668,6 +668,43 @@ const edgeCases: Plan[] = [
       lim(0, "j"),
       lim(0, "j"),
       lim(1501, "j"),
+    ],
+  },
+  {
+    name: "refunds at the charge's price: 100 requests under scale 10, the override cleared, the last 10 refunded with their decisions: 1 more passes (as had they never been made), not 10",
+    limits: [{ kind: "tokenBucket", options: { capacity: 10, refillRate: 1, name: "burst" } }],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 10 } },
+      ...times(100, 0),
+      { at: T0, op: "clearOverride", key: "k" },
+      ...Array.from({ length: 10 }, (_, i) => ({ at: T0, op: "refund" as const, key: "k", cost: 1, of: 91 + i })),
+      lim(0),
+      lim(0),
+      lim(1000),
+      lim(1000),
+    ],
+  },
+  {
+    name: "refunds at the charge's price: a leaky bucket charged under scale 10 and refunded after clearOverride gives back each unit's own drip",
+    limits: [{ kind: "leakyBucket", options: { rate: 1, period: "1s", burst: 10, name: "drip" } }],
+    plan: [
+      { at: T0, op: "setOverride", key: "k", override: { scale: 10 } },
+      ...times(100, 0),
+      { at: T0, op: "clearOverride", key: "k" },
+      ...Array.from({ length: 10 }, (_, i) => ({ at: T0, op: "refund" as const, key: "k", cost: 1, of: 91 + i })),
+      lim(0),
+      lim(0),
+    ],
+  },
+  {
+    name: "refunds at the charge's price: charged at the bucket's own rate, refunded under scale 10, a unit gives back its own emission interval (ten of the scaled ones)",
+    limits: [{ kind: "tokenBucket", options: { capacity: 10, refillRate: 1, name: "burst" } }],
+    plan: [
+      ...times(10, 0),
+      { at: T0, op: "setOverride", key: "k", override: { scale: 10 } },
+      lim(0),
+      { at: T0, op: "refund", key: "k", cost: 1, of: 9 },
+      ...times(11, 0),
     ],
   },
 ];

@@ -77,6 +77,17 @@ interface KeyControls {
 const SEARCH_LIMIT_MS = 40 * 86_400_000;
 
 /**
+ * A charge as the reference limiter records it: when it was made, each model's snapshot right
+ * after it, and what one unit of it weighed per model (a bucket's emission interval then; 0 for a
+ * count), so that a refund gives back at the charge's price whatever override came since.
+ */
+export interface ReferenceCharge {
+  atMs: number;
+  snapshots: readonly number[];
+  prices?: readonly number[];
+}
+
+/**
  * A naive limiter over several policies for many keys: all or nothing, the binding policy as the
  * design defines it, `retryAfterMs` by trying every millisecond until the request passes.
  */
@@ -92,7 +103,7 @@ export class ReferenceLimiter {
    * The charge the last `limit` made (`undefined` if it was denied): its time and each model's
    * snapshot right after it, for a refund of it later.
    */
-  lastCharge: { atMs: number; snapshots: readonly number[] } | undefined = undefined;
+  lastCharge: ReferenceCharge | undefined = undefined;
   constructor(readonly policies: readonly Policy[]) {}
 
   #blocksOf(key: string): { until: number; offences: number }[] {
@@ -304,7 +315,7 @@ export class ReferenceLimiter {
     const retries = checks.map((c, i) => (c.allowed ? 0 : ReferenceLimiter.retryAfter(models[i]!, nowMs, cost)));
     if (allowed) {
       models.forEach((m) => m.commit(nowMs, cost, lease));
-      this.lastCharge = { atMs: nowMs, snapshots: models.map((m) => m.snapshot()) };
+      this.lastCharge = { atMs: nowMs, snapshots: models.map((m) => m.snapshot()), prices: models.map((m) => m.price?.() ?? 0) };
     }
     const results: PlainDecision["policies"] = models.map((m, i) => {
       const c = checks[i]!;
@@ -373,12 +384,12 @@ export class ReferenceLimiter {
    * after its `limit`, and how many units of it were refunded before; `undefined`: the latest
    * charges); answers as `peek`.
    */
-  refund(key: string, cost: number, charge: { atMs: number; snapshots: readonly number[]; refunded: number } | undefined, nowMs: number): PlainDecision {
+  refund(key: string, cost: number, charge: (ReferenceCharge & { refunded: number }) | undefined, nowMs: number): PlainDecision {
     this.#sync(key, nowMs);
     // under an unlimited override nothing is counted, and nothing is given back
     if (this.#unlimited(key, nowMs)) return this.peek(key, nowMs);
     this.#of(key).forEach((m, i) =>
-      m.refund(nowMs, cost, charge === undefined ? undefined : { atMs: charge.atMs, snapshot: charge.snapshots[i] as number, refunded: charge.refunded }),
+      m.refund(nowMs, cost, charge === undefined ? undefined : { atMs: charge.atMs, snapshot: charge.snapshots[i] as number, refunded: charge.refunded, price: charge.prices?.[i] }),
     );
     return this.peek(key, nowMs);
   }

@@ -102,9 +102,11 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
    * Gives `cost` units back for a request charged at `chargedAtUs` (-1: the latest charge) whose
    * mark (see {@link AlgorithmDefinition.mark}) was `markUs` (-1: the current one; 0: unknown),
    * never more than the state holds and never letting any span admit more than it would have had
-   * the refunded request never been made. Returns whether the state changed.
+   * the refunded request never been made. `priceUs` is what one unit of that charge weighed (see
+   * {@link AlgorithmDefinition.unitPrice}; 0: the policy's own price now). Returns whether the
+   * state changed.
    */
-  refund(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, chargedAtUs: number, markUs: number): boolean;
+  refund(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, chargedAtUs: number, markUs: number, priceUs: number): boolean;
   /** Frees lease `lease` (a policy with `leases`); idempotent. Returns whether the state changed. */
   release?(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, lease: number): boolean;
   /**
@@ -113,6 +115,13 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
    * refund needs none (its mark is 0).
    */
   mark?(policy: P, num: Float64Array, off: number): number;
+  /**
+   * What one unit of a charge under `policy` weighs, for an algorithm whose units weigh something
+   * other than one count (a bucket: its emission interval, µs). The limiter records it with the
+   * charge, so that a refund made after an override changed the policy still gives back what the
+   * charge took, no more and no less. Absent for an algorithm whose unit is a count.
+   */
+  unitPrice?(policy: P): number;
   /** A charge's mark once `units` of it were given back already (refunds in parts). */
   refundedMark?(policy: P, mark: number, units: number): number;
   /** When (µs) the state is empty again: its natural expiry; 0 if already empty. */

@@ -122,7 +122,8 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
 
 /**
  * A bucket gives back at most what the charge still weighs, from the time its units finish in the
- * queue: `markUs` is the TAT right after the charge plus the shift then (-1: the current TAT, i.e.
+ * queue, each unit at the price it was charged at (`priceUs`, its emission interval then; 0: the
+ * policy's own): `markUs` is the TAT right after the charge plus the shift then (-1: the current TAT, i.e.
  * the latest charge; 0: unknown, nothing back), and the charge finishes at `markUs − shift now` at
  * the latest (see below). The refund moves the TAT back by `min(cost × T, finish − now, TAT −
  * now)`: the part of the charge still ahead, and the later charges queued behind it move up by as
@@ -138,13 +139,27 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
  * the bucket stays full (see `charge`), and the state lives until `TAT + shift`, so that a state
  * lost or forgotten never lets an older mark give back what is not its own.
  */
-function refund(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, _chargedAtUs: number, markUs: number): boolean {
+function refund(
+  policy: GcraPolicy,
+  num: Float64Array,
+  off: number,
+  _obj: unknown[],
+  _oOff: number,
+  nowUs: number,
+  cost: number,
+  _chargedAtUs: number,
+  markUs: number,
+  priceUs: number,
+): boolean {
   const tat = num[off] as number;
   if (markUs === 0 || tat <= nowUs) return false;
   const shift = num[off + 1] as number;
   const finish = markUs < 0 ? tat : markUs - shift;
   const last = finish >= tat;
-  const back = Math.min(cost * policy.emissionIntervalUs, finish - nowUs, tat - nowUs, last ? Infinity : MAX_GCRA_SHIFT_US - shift);
+  // each unit at the emission interval it was charged at: an override set or cleared since changes
+  // the bucket's rate, not what that charge took from it
+  const unitUs = priceUs > 0 ? priceUs : policy.emissionIntervalUs;
+  const back = Math.min(cost * unitUs, finish - nowUs, tat - nowUs, last ? Infinity : MAX_GCRA_SHIFT_US - shift);
   if (back <= 0) return false;
   num[off] = tat - back;
   if (!last) num[off + 1] = shift + back;
@@ -182,6 +197,8 @@ export const gcraParts = {
   refund,
   /** The TAT right after the charge, plus the shift then. */
   mark: tatPlusShift,
+  /** A unit of a charge weighs one emission interval of the policy in force when it was made. */
+  unitPrice: (p: GcraPolicy): number => p.emissionIntervalUs,
   /** Refunded units move the mark back by their emission intervals. */
   refundedMark: (p: GcraPolicy, mark: number, units: number): number => (mark > 0 ? mark - units * p.emissionIntervalUs : mark),
   /** The TAT plus the shift: until then an older mark could still overstate a charge's finish. */

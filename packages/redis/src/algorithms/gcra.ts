@@ -91,7 +91,10 @@ if ${p}_shift > 0 and ${p}_tat < now_us then ${p}_new_shift = max(0, ${p}_shift 
   local finish = ${p}_tat
   if charged_ms >= 0 then finish = (tonumber(ARGV[${4 + i}]) or 0) - ${p}_shift end
   local last = finish >= ${p}_tat
-  local back = math.min(refund_cost * ${T}, finish - now_us, ${p}_tat - now_us)
+  -- each unit at the emission interval it was charged at (an override set or cleared since changes T, not the charge)
+  local unit = refund_price(${i})
+  if unit <= 0 then unit = ${T} end
+  local back = math.min(refund_cost * unit, finish - now_us, ${p}_tat - now_us)
   if not last then back = math.min(back, ${int(MAX_GCRA_SHIFT_US)} - ${p}_shift) end
   if back > 0 then
     ${p}_tat = ${p}_tat - back

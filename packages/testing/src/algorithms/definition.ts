@@ -47,6 +47,12 @@ export interface Model {
   refund(nowMs: number, cost: number, charge: ModelCharge | undefined): void;
   /** What a refund of the charge just committed needs to know (a bucket's deficit or backlog right after it, in µs: the same under any quota). */
   snapshot(): number;
+  /**
+   * What one unit of a charge made now weighs, for a model whose units are not plain counts (a
+   * bucket: its emission interval under the quota it judges by now, µs); absent otherwise. A refund
+   * gives back at the price its charge was made at.
+   */
+  price?(): number;
   /** The largest cost the policy can ever admit. */
   readonly maxCost: number;
   /**
@@ -84,6 +90,8 @@ export interface ModelCharge {
   atMs: number;
   snapshot: number;
   refunded: number;
+  /** What one unit of it weighed (the model's {@link Model.price} then); absent or 0: the price now. */
+  price?: number | undefined;
 }
 
 /** An admitted request, as the invariant suite accounts for it. */

@@ -78,15 +78,20 @@ class LeakyBucketModel implements Model {
     // bucket's model); a refund of a charge other than the last one grows the shift
     const level = this.levelAt(nowMs);
     if (level <= 0) return;
-    const ahead = charge === undefined ? level : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T - this.shift;
+    // each unit at the emission interval of the quota it was charged under
+    const unit = charge?.price !== undefined && charge.price > 0 ? charge.price : this.T;
+    const ahead = charge === undefined ? level : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * unit - this.shift;
     const last = ahead >= level;
-    const back = Math.min(cost * this.T, level, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
+    const back = Math.min(cost * unit, level, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
     if (back <= 0) return;
     if (!last) this.shift += back;
     this.water.level = level - back;
     this.water.at = nowMs;
   }
   /** The water right after a charge (µs), plus the shift. */
+  price() {
+    return this.T;
+  }
   snapshot() {
     return this.water.level + this.shift;
   }

@@ -84,9 +84,11 @@ class TokenBucketModel implements Model {
     const level = this.levelAt(nowMs);
     const deficit = this.full - level;
     if (deficit <= 0) return;
-    const ahead = charge === undefined ? deficit : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * this.T - this.shift;
+    // each unit at the emission interval of the quota it was charged under
+    const unit = charge?.price !== undefined && charge.price > 0 ? charge.price : this.T;
+    const ahead = charge === undefined ? deficit : charge.snapshot - (nowMs - charge.atMs) * 1000 - charge.refunded * unit - this.shift;
     const last = ahead >= deficit;
-    const back = Math.min(cost * this.T, deficit, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
+    const back = Math.min(cost * unit, deficit, ahead, last ? Infinity : MAX_GCRA_SHIFT_US - this.shift);
     if (back <= 0) return;
     if (!last) this.shift += back;
     this.levels.level = level + back;
@@ -94,6 +96,9 @@ class TokenBucketModel implements Model {
     this.levels.fresh = false;
   }
   /** The deficit right after a charge (full − level, µs: what the charge leaves to refill, the same under any quota), plus the shift. */
+  price() {
+    return this.T;
+  }
   snapshot() {
     return this.full - this.levels.level + this.shift;
   }
