@@ -115,6 +115,8 @@ export class StoreDecision implements Decision {
   #marks: readonly number[] | undefined = undefined;
   /** The refund of it in progress: refunds of one decision run one after another. */
   #refunding: Promise<unknown> | undefined = undefined;
+  /** For a decision made from a reservation: the reservation's own charge, which its units came from. */
+  #source: Decision | undefined = undefined;
 
   constructor(
     allowed: boolean,
@@ -200,6 +202,27 @@ export class StoreDecision implements Decision {
       prices: marks === undefined ? undefined : unitPrices(charged),
     };
     return { units: Math.min(units, d.#refundable), charge };
+  }
+
+  /**
+   * Records that `decision` (made from a reservation) took `units` of the reservation whose charge
+   * is `source`: a refund of it gives back to that reservation, or through its charge.
+   */
+  static drawn(decision: Decision, units: number, source: Decision): void {
+    if (decision instanceof StoreDecision) {
+      decision.#refundable = units;
+      decision.#source = source;
+    }
+  }
+
+  /** The reservation charge a decision drew its units from (see {@link StoreDecision.drawn}), or `undefined`. */
+  static sourceOf(decision: Decision): Decision | undefined {
+    return decision instanceof StoreDecision ? decision.#source : undefined;
+  }
+
+  /** Units of `decision` still refundable. */
+  static refundableUnits(decision: Decision): number {
+    return decision instanceof StoreDecision ? decision.#refundable : 0;
   }
 
   /** Records that `units` of `decision` were given back (or may have been: a timeout). */

@@ -157,6 +157,46 @@ export function manuallyBlocked(layout: Layout, num: Float64Array, base: number,
   return results;
 }
 
+/** What {@link reserveAll} answers: the units granted, and every policy's answer after them. */
+export interface Reserved {
+  /** Units charged to every policy (0: none; nothing changed). */
+  readonly granted: number;
+  /** Each policy's state after the charge (as a peek answers it), or its peek when nothing was granted. */
+  readonly results: PolicyResult[];
+}
+
+/**
+ * Charges up to `units` to every policy of a key at once, all or nothing, for an instance to admit
+ * requests from later (the limiter's `reserve` option): as many as every policy can give now (the
+ * least of their `remaining`), counted as if used at `nowUs + holdUs` by the policies whose units
+ * would otherwise lose value while held (see `ReservationRule.hold`). Grants nothing while a
+ * penalty box runs, and nothing for a policy that cannot reserve. Never a denial: it starts no
+ * penalty box.
+ */
+export function reserveAll(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, units: number, holdUs: number): Reserved {
+  const policies = layout.policies;
+  if (layout.hasBlock && isBlocked(layout, num, base, nowUs)) return { granted: 0, results: peekAll(layout, num, base, obj, oBase, nowUs) };
+  let granted = units;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const rule = algorithmOf(policy).reservation;
+    if (rule === undefined || !rule.reservable(policy)) return { granted: 0, results: peekAll(layout, num, base, obj, oBase, nowUs) };
+    const now = stateNow(policy, num, base + (layout.numOffsets[i] as number), obj, oBase + (layout.objOffsets[i] as number), nowUs);
+    if (now.remaining < granted) granted = now.remaining;
+  }
+  if (granted <= 0) return { granted: 0, results: peekAll(layout, num, base, obj, oBase, nowUs) };
+  // every policy fits `granted` now (it is within each one's remaining): this consume allows
+  consumeAll(layout, num, base, obj, oBase, nowUs, granted);
+  const results: PolicyResult[] = new Array(policies.length);
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const off = base + (layout.numOffsets[i] as number);
+    algorithmOf(policy).reservation!.hold?.(policy, num, off, nowUs, holdUs, granted);
+    results[i] = stateNow(policy, num, off, obj, oBase + (layout.objOffsets[i] as number), nowUs);
+  }
+  return { granted, results };
+}
+
 /** `peek` over every policy of a key (a peek asks about a cost-1 request). */
 export function peekAll(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number): PolicyResult[] {
   const policies = layout.policies;

@@ -7,7 +7,8 @@ import { assertKey, validatePolicies, validateTier } from "./keys.js";
 import { FallbackLeases, leaseIdOf, newLeaseId } from "./leases.js";
 import { MemoryBinding, MemoryStore } from "./memory-store.js";
 import { type ControlResult, type Override, type OverrideOptions, type StoreCommand, durationArg, isUnlimited, overrideFromText, overrideText } from "./overrides.js";
-import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
+import { type ReserveOption, Reservations, canReserve, resolveReserve } from "./reservations.js";
+import type { BoundStore, Decision, DecisionReason, MaybePromise, PolicyResult, RefundCharge, ReserveResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** What the limiter does when its store fails or times out. */
 export type StoreErrorMode = "fallback" | "allow" | "deny";
@@ -104,6 +105,28 @@ export interface RateLimiterOptions {
    * ```
    */
   mode?: LimiterMode;
+  /**
+   * Reservations: decisions without a round trip for hot keys. An instance that sees a key often
+   * charges units for it ahead of their use, in one atomic store call, and admits that key's
+   * requests from them locally (`decision.reserved === true`), asking for the next batch in the
+   * background (`decision.pending`) before the units in hand run out. Strict by construction: a
+   * unit is charged before it is used, a window's units serve only inside their window, a bucket's
+   * are counted as used at the end of their hold, and a reservation lives at most `maxAgeMs`, so a
+   * block or override set through another instance binds here within it (through this limiter, at
+   * once). Near the limit nothing is reserved and every decision is exact. Unused units go back
+   * through the exact refund (also on {@link RateLimiter.returnReservations}).
+   *
+   * Every algorithm reserves but the sliding log, a leaky bucket with a queue and a concurrency cap:
+   * a limiter with one of those decides every request in the store. A `MemoryStore` is already
+   * local: there it changes nothing. `true` turns it on with the defaults; see {@link ReserveOptions}.
+   * @default false
+   * @example
+   * ```ts
+   * const limiter = new RateLimiter({ store: new UpstashStore(Redis.fromEnv()), limits, reserve: { maxAgeMs: 1000 } });
+   * const d = await limiter.limit("api-key:hot"); // d.reserved: true once the key is hot, no request to Redis
+   * ```
+   */
+  reserve?: ReserveOption;
 }
 
 /** Options of one {@link RateLimiter.limit} call. */
@@ -248,6 +271,8 @@ export class RateLimiter {
    * forgotten first (a forgotten one is still freed by the fallback, or expires).
    */
   readonly #fallbackLeases = new FallbackLeases(10_000);
+  /** Reservations (the `reserve` option); `undefined` when off, or when the store or a policy cannot reserve. */
+  readonly #reservations: Reservations | undefined;
 
   constructor(options: RateLimiterOptions) {
     if (typeof options !== "object" || options === null) {
@@ -301,6 +326,7 @@ export class RateLimiter {
     this.#owner = namespaceToken(store, this.#namespace);
     this.#bound = store.bind(this.#namespace);
     this.#memory = this.#bound instanceof MemoryBinding ? this.#bound : undefined;
+    this.#reservations = this.#reservationsOf(options.reserve, store);
     this.#concurrent = this.policies.some(holdsLeases);
     this.#concurrencyNames = new Set(this.policies.filter(holdsLeases).map((p) => p.name));
     // the whole contract, refund and release included, is checked here rather than at the first
@@ -313,6 +339,22 @@ export class RateLimiter {
         );
       }
     }
+  }
+
+  /** The reservations of the `reserve` option: off over a MemoryStore (already local), a store without `reserve`, or a policy that cannot reserve. */
+  #reservationsOf(option: unknown, store: Store): Reservations | undefined {
+    const resolved = resolveReserve(option);
+    const bound = this.#bound;
+    if (resolved === undefined || store instanceof MemoryStore || typeof bound.reserve !== "function" || !canReserve(this.policies)) return undefined;
+    return new Reservations(resolved, this.policies, {
+      reserve: (key, units, holdMs) => {
+        const answer = bound.reserve!(key, units, holdMs);
+        return isThenable(answer) ? this.#withTimeout(answer) : answer;
+      },
+      giveBack: (key, charge, units) => this.#refundCharge(key, charge, units),
+      failed: (error) => this.reportStoreFailure(error),
+      mark: (decision, key) => this.#marked(decision, key),
+    });
   }
 
   /**
@@ -348,6 +390,12 @@ export class RateLimiter {
   #limitNow(key: string, options: LimitOptions | undefined): Decision | Promise<Decision> {
     assertKey(key);
     const cost = costOf(options);
+    const reservations = this.#reservations;
+    if (reservations !== undefined) {
+      // units this instance holds for the key: no round trip
+      const reserved = reservations.take(key, cost);
+      if (reserved !== undefined) return reserved;
+    }
     const denials = this.#denials;
     let sentAt = 0;
     if (denials !== undefined) {
@@ -432,6 +480,8 @@ export class RateLimiter {
       StoreDecision.charge(decision, cost, marks);
       if (lease !== 0) decision.lease = String(lease);
     }
+    const work = this.#reservations?.observe(key, decision);
+    if (work !== undefined) decision.pending = work;
     return this.#marked(decision, key);
   }
 
@@ -479,6 +529,8 @@ export class RateLimiter {
     }
     const foreign = StoreDecision.foreign(decision, this.#owner, key);
     if (foreign !== undefined) throw new SluiceInputError(foreign, { option: "decision" });
+    const source = StoreDecision.sourceOf(decision);
+    if (source !== undefined) return this.#refundReserved(key, decision, source, cost);
     return StoreDecision.serially(decision, async () => {
       const { units, charge } = StoreDecision.refundable(decision, cost ?? Number.MAX_SAFE_INTEGER, this.policies);
       if (units === 0) return this.peek(key);
@@ -492,6 +544,59 @@ export class RateLimiter {
         throw error;
       }
     });
+  }
+
+  /**
+   * The refund of a decision made from a reservation: back to that reservation while it serves
+   * (no round trip), else through the reservation's charge, at most the units the decision took.
+   */
+  #refundReserved(key: string, decision: Decision, source: Decision, cost: number | undefined): Promise<Decision> {
+    return StoreDecision.serially(decision, async () => {
+      const units = Math.min(cost ?? Number.MAX_SAFE_INTEGER, StoreDecision.refundableUnits(decision));
+      if (units === 0) return this.peek(key);
+      this.#forgetDenial(key);
+      const restored = this.#reservations?.restore(key, source, units);
+      if (restored !== undefined) {
+        StoreDecision.refunded(decision, units);
+        return restored;
+      }
+      StoreDecision.refunded(decision, units);
+      return this.#refundCharge(key, source, units);
+    });
+  }
+
+  /** Gives `units` of a charge back through the store (a reservation's: its unused units, or a reserved decision's). */
+  #refundCharge(key: string, charge: Decision, units: number): Promise<Decision> {
+    return StoreDecision.serially(charge, async () => {
+      const { units: refundable, charge: named } = StoreDecision.refundable(charge, units, this.policies);
+      if (refundable === 0) return this.peek(key);
+      try {
+        const refunded = await this.#refund(key, refundable, named);
+        StoreDecision.refunded(charge, refundable);
+        return refunded;
+      } catch (error) {
+        if (!certainlyNotApplied(error)) StoreDecision.refunded(charge, refundable);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Gives every unit this limiter holds in reservations (the `reserve` option) back to the store
+   * now, and ends them: decisions then go to the store until keys are hot again. For a shutdown, a
+   * test, or a Worker's `waitUntil`. Resolves once every give-back is done (a failed one is reported
+   * to `onStoreFailure`; its units stay charged until their window or hold ends).
+   *
+   * @example
+   * ```ts
+   * process.on("SIGTERM", async () => {
+   *   await limiter.returnReservations();
+   *   process.exit(0);
+   * });
+   * ```
+   */
+  async returnReservations(): Promise<void> {
+    await this.#reservations?.returnAll();
   }
 
   /** The store's refund of `units` for `charge` (`undefined`: the latest charges). */
@@ -592,6 +697,8 @@ export class RateLimiter {
   async reset(key: string): Promise<void> {
     assertKey(key);
     this.#forgetDenial(key);
+    // the reset forgets the reserved units with the rest: nothing to give back first
+    this.#reservations?.end(key, false);
     await this.#fallback?.reset(key);
     const done = this.#bound.reset(key);
     if (isThenable(done)) await this.#withTimeout(done);
@@ -708,6 +815,8 @@ export class RateLimiter {
       throw new SluiceConfigError("store cannot hold overrides or manual blocks: its bound namespace has no control() method (every Sluice store has one)", { option: "store" });
     }
     this.#forgetDenial(key);
+    // what this limiter changes binds here at once: the key's reservations end (their units go back)
+    await this.#reservations?.end(key);
     let result = bound.control(key, command);
     if (isThenable(result)) result = await this.#withTimeout(result);
     // a denial that arrived while the command was on its way is older than it

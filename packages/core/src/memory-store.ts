@@ -1,9 +1,9 @@
 import type { Policy } from "./algorithms/index.js";
-import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll } from "./engine.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, evaluate, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, reserveAll } from "./engine.js";
 import { SluiceConfigError, SluiceInputError, describe } from "./errors.js";
 import { assertNamespace, encodeKeyPart, namespaceKey, policyField } from "./keys.js";
 import { type ControlResult, type Override, type StoreCommand, assertStoreCommand, effectivePolicies, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
-import type { BoundStore, PolicyResult, RefundCharge, Store, StoreNamespace, StoreResult } from "./types.js";
+import type { BoundStore, PolicyResult, RefundCharge, ReserveResult, Store, StoreNamespace, StoreResult } from "./types.js";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -536,6 +536,37 @@ export class MemoryBinding implements BoundStore {
       refundAll(layout, table.num, local * table.numStride, table.obj, local * table.objStride, this.#slots.nowUs(), cost, chargedAtUs, marks, charge?.prices);
     }
     return this.peek(key);
+  }
+
+  /**
+   * Charges up to `units` to every policy of `key` at once (see `BoundStore.reserve`). A limiter
+   * over a MemoryStore never reserves (its decisions are already local); this answers the store
+   * contract, so that the one conformance suite holds every store to it.
+   */
+  reserve(key: string, units: number, holdMs: number): ReserveResult {
+    const slots = this.#slots;
+    const nowUs = slots.nowUs();
+    const now = Math.floor(nowUs / 1000);
+    const c = this.#controls(key, nowUs);
+    if (c !== undefined && (c.blockUntilUs > 0 || c.body === "u")) {
+      const answered: ReserveResult = { now, policies: this.#answerControlled(key, c, nowUs, 1), granted: 0 };
+      if (c.body !== undefined) answered.override = overrideFromText(c.body);
+      return answered;
+    }
+    const layout = c?.body === undefined ? this.#layout : this.#layoutFor(c.body);
+    const table = this.#table;
+    const slot = table.map.get(key);
+    const local = slot === undefined ? slots.allocate(table, key, nowUs) : slots.links[LINK_WIDTH * slot + LOCAL]!;
+    if (slot !== undefined) slots.touch(slot);
+    const base = local * table.numStride;
+    const { granted, results } = reserveAll(layout, table.num, base, table.obj, local * table.objStride, nowUs, units, holdMs * 1000);
+    const result: ReserveResult = { now, policies: results, granted };
+    if (granted > 0) {
+      const marks = chargeMarks(layout, table.num, base);
+      if (marks !== undefined) result.marks = marks;
+    }
+    if (c?.body !== undefined) result.override = overrideFromText(c.body);
+    return result;
   }
 
   release(key: string, lease: number): StoreResult {

@@ -70,7 +70,7 @@
  * @module
  */
 import { type Policy, algorithmOf } from "./algorithms/index.js";
-import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, startedBlock } from "./engine.js";
+import { type Layout, blockExpiresAtUs, chargeMarks, consumeAll, expiresAtUs, layoutOf, manuallyBlocked, peekAll, refundAll, releaseAll, reserveAll, startedBlock } from "./engine.js";
 import { SluiceInputError, describe } from "./errors.js";
 import { policyField } from "./keys.js";
 import { BLOCK_FIELD, OVERRIDE_FIELD, type Override, type StoreCommand, assertStoreCommand, effectivePolicies, liveOverride, overrideField, overrideFromText, unlimitedBlockedResults, unlimitedResults } from "./overrides.js";
@@ -78,6 +78,7 @@ import type { PolicyResult, RefundCharge } from "./types.js";
 
 export type {
   RefundCharge,
+  ReserveResult,
   Store,
   BoundStore,
   StoreNamespace,
@@ -187,7 +188,7 @@ function applied(policies: readonly Policy[], controls: Controls): readonly Poli
 }
 
 /** `decision` with `override` set when one applied. */
-function withOverride(decision: StateDecision, controls: Controls): StateDecision {
+function withOverride<D extends StateDecision>(decision: D, controls: Controls): D {
   if (controls.body !== undefined) decision.override = overrideFromText(controls.body) as Override;
   return decision;
 }
@@ -492,6 +493,56 @@ export function releaseState(policies: readonly Policy[], state: StoredState | u
 export function peekState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number): StateDecision {
   const controls = controlsOf(state, nowUs);
   return withOverride({ policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+}
+
+/** What {@link reserveState} answers: a {@link StateDecision} and the units granted. */
+export interface ReserveDecision extends StateDecision {
+  /** Units charged to every policy (0: none, and `state` is `undefined`). */
+  granted: number;
+}
+
+/**
+ * `BoundStore.reserve` over a stored state: charges up to `units` to every policy at once, all or
+ * nothing, as many as every policy can give now (the least of their `remaining`), under the key's
+ * override; none while a manual block or penalty box runs, under an unlimited override, or for a
+ * policy that cannot reserve (a sliding log, a concurrency cap, a bucket with a queue). A bucket
+ * counts the units as used `holdUs` from now, the last moment they may serve, so that it never
+ * refills beneath units held elsewhere. Answers each policy's state after the charge (as
+ * {@link peekState} would), the marks of the charge (for the refund of the units left unused) and
+ * the state to write (`undefined` when nothing was granted). Pure, like {@link decideState}.
+ *
+ * @param holdUs - How long (µs) the reserved units may serve: a non-negative safe integer.
+ *
+ * @example
+ * ```ts
+ * reserve(key, units, holdMs) {
+ *   const nowUs = Date.now() * 1000;
+ *   const r = reserveState(namespace.policies, row?.state, nowUs, units, holdMs * 1000);
+ *   if (r.state !== undefined) await db.put(id, JSON.stringify(r.state), { expiresAtUs: r.expiresAtUs });
+ *   return { now: Math.floor(nowUs / 1000), policies: r.policies, marks: r.marks, granted: r.granted };
+ * }
+ * ```
+ */
+export function reserveState(policies: readonly Policy[], state: StoredState | undefined, nowUs: number, units: number, holdUs: number): ReserveDecision {
+  if (typeof units !== "number" || !Number.isSafeInteger(units) || units <= 0) {
+    throw new SluiceInputError(`units must be a positive safe integer; got ${describe(units)}`, { option: "units" });
+  }
+  if (typeof holdUs !== "number" || !Number.isSafeInteger(holdUs) || holdUs < 0) {
+    throw new SluiceInputError(`holdUs must be a non-negative safe integer; got ${describe(holdUs)}`, { option: "holdUs" });
+  }
+  const controls = controlsOf(state, nowUs);
+  const list = applied(policies, controls);
+  if (list === undefined || controls.blockUntilUs > 0) {
+    return withOverride({ granted: 0, policies: answerNow(policies, state, nowUs, controls), state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+  }
+  const plan = planOf(list);
+  const { num, obj } = load(plan, state, nowUs);
+  const { granted, results } = reserveAll(plan.layout, num, 0, obj, 0, nowUs, units, holdUs);
+  if (granted === 0) return withOverride({ granted, policies: results, state: undefined, expiresAtUs: latestExpiry(state) }, controls);
+  const marks = chargeMarks(plan.layout, num, 0);
+  const decided: ReserveDecision = { granted, policies: results, ...written(plan, state, num, obj, nowUs) };
+  if (marks !== undefined) decided.marks = marks;
+  return withOverride(decided, controls);
 }
 
 /** What {@link controlState} answers. */

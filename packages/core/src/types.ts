@@ -98,6 +98,13 @@ export interface Decision {
    */
   lease?: string;
   /**
+   * `true` on a decision made from units this instance reserved ahead (the limiter's `reserve`
+   * option), without a store round trip: always an allowed one. Its `remaining` is what this
+   * instance knows, the units it still holds plus what the store said was left when it reserved
+   * them; its times are the store's, moved on by the time elapsed. Absent otherwise.
+   */
+  reserved?: boolean;
+  /**
    * The key's override that applied (`limiter.setOverride`): `limit`, `remaining` and the
    * policies' results are then the effective ones (the headers' `q` and `r` too). Absent when none
    * applied.
@@ -123,6 +130,19 @@ export interface StoreResult {
    * none did. A store that keeps overrides (`BoundStore.control`) reports it.
    */
   override?: Override | undefined;
+}
+
+/**
+ * What a store returns for a reservation ({@link BoundStore.reserve}): the units granted, and the
+ * key's state after them.
+ */
+export interface ReserveResult extends StoreResult {
+  /**
+   * Units charged to every policy of the key, all or nothing: at most the units asked, at most what
+   * every policy can give now; 0 when none can (a limit reached, a block running, an unlimited
+   * override: nothing to reserve), and then nothing changed.
+   */
+  granted: number;
 }
 
 /**
@@ -190,6 +210,17 @@ export interface BoundStore {
    * a response is done) call it.
    */
   release(key: string, lease: number): MaybePromise<StoreResult>;
+  /**
+   * Optional (every Sluice store has it): charges up to `units` to every policy of `key` at once,
+   * all or nothing, for the limiter to admit requests from later without a round trip each (its
+   * `reserve` option): as many as every policy can give now (the least of their `remaining`), under
+   * the key's override, none while a block runs or an unlimited override applies. A bucket counts
+   * them as used `holdMs` from now, the last moment they may serve (see `reserveState` in
+   * `@sluice/core/store`). Answers the units granted, the state after them, and the charge's marks
+   * (for the refund of the units left unused). A limiter over a store without it decides every
+   * request in the store.
+   */
+  reserve?(key: string, units: number, holdMs: number): MaybePromise<ReserveResult>;
   /**
    * Optional, for a store that can tell a busy server from a hung one. A limiter whose `timeoutMs`
    * is left at its default asks it when a call has waited `waitedMs` (at first `timeoutMs`) with

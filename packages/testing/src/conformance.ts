@@ -33,6 +33,8 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants, testOverrideInvariants } from "./invariants.js";
+import { testReserveCall, testReservedDecisions } from "./reservations.js";
+import { testReservationInvariants } from "./reservations-fuzz.js";
 import { testOverrides } from "./overrides.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, type ReferenceCharge, ReferenceLimiter, plain } from "./reference.js";
@@ -1105,6 +1107,13 @@ export function testStore(options: TestStoreOptions): void {
     describe("overrides and manual blocks", () => {
       testOverrides(invariantHooks);
       testOverrideInvariants(invariantHooks);
+    });
+
+    // reservations: the store call, what a limiter with reserve promises, and the multi-instance invariant
+    describe("reservations", () => {
+      testReserveCall(invariantHooks);
+      testReservedDecisions(invariantHooks);
+      testReservationInvariants(invariantHooks);
     });
 
     // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store

@@ -1,6 +1,6 @@
 /**
  * A third-party store built only on `@sluice/core/store` — the key schema and the pure
- * `decideState`/`peekState`/`refundState`/`releaseState`/`controlState` over a JSON state — passes
+ * `decideState`/`peekState`/`refundState`/`releaseState`/`reserveState`/`controlState` over a JSON state — passes
  * the same conformance suite as the stores Sluice ships, overrides and manual blocks included.
  * Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a database or a KV
  * store.
@@ -16,6 +16,7 @@ import {
   peekState,
   refundState,
   releaseState,
+  reserveState,
   storageKey,
 } from "@sluice/core/store";
 import { testStore } from "./conformance.js";
@@ -61,6 +62,13 @@ class JsonRecordStore implements Store {
         const released = releaseState(namespace.policies, read(id, now), now, lease);
         if (released.state !== undefined) records.set(id, { json: JSON.stringify(released.state), expiresAtUs: released.expiresAtUs });
         return { now: Math.floor(now / 1000), policies: released.policies, override: released.override };
+      },
+      reserve(key, units, holdMs) {
+        const id = storageKey(namespace, key);
+        const now = nowUs();
+        const reserved = reserveState(namespace.policies, read(id, now), now, units, holdMs * 1000);
+        if (reserved.state !== undefined) records.set(id, { json: JSON.stringify(reserved.state), expiresAtUs: reserved.expiresAtUs });
+        return { now: Math.floor(now / 1000), policies: reserved.policies, marks: reserved.marks, override: reserved.override, granted: reserved.granted };
       },
       reset(key) {
         records.delete(storageKey(namespace, key));

@@ -39,6 +39,35 @@ export interface PolicyCommon {
 }
 
 /**
+ * How an algorithm hands out units ahead of their use (the limiter's `reserve` option) without
+ * letting any span admit more than its bound: a unit is charged before it is used, and this rule
+ * bounds what it may do between its charge and its use.
+ */
+export interface ReservationRule<P> {
+  /** Whether `policy` may hand out units ahead of their use (a queue's delays are per request: it may not). */
+  reservable(policy: P): boolean;
+  /**
+   * Epoch ms until which units charged at `nowMs` may serve (a window's units serve only inside
+   * the window they were charged in); `Infinity` when only the hold bounds them.
+   */
+  servesUntilMs(policy: P, nowMs: number): number;
+  /**
+   * Epoch ms after which units charged at `chargedAtMs` count for nothing any more (a fixed window
+   * that ended), so that giving unused ones back would change nothing; absent: they count until
+   * the state forgets them, and are given back.
+   */
+  countedUntilMs?(policy: P, chargedAtMs: number): number;
+  /** The longest hold (ms) this policy allows a reservation, so that what it holds back from other instances stays small. */
+  maxHoldMs(policy: P): number;
+  /**
+   * Right after a reservation charged `units` at `nowUs`: counts the charge as made at `nowUs +
+   * holdUs`, the last moment its units may serve (a bucket, which would otherwise refill beneath
+   * units held elsewhere). Absent when where a unit sits in its window does not matter.
+   */
+  hold?(policy: P, num: Float64Array, off: number, nowUs: number, holdUs: number, units: number): void;
+}
+
+/**
  * Everything Sluice knows about one algorithm, in one place. The registry
  * (`algorithms/index.ts`) maps every policy kind to its definition, so the compiler refuses a kind
  * without one; nothing outside the `algorithms/` folders branches on a kind.
@@ -124,6 +153,12 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
   unitPrice?(policy: P): number;
   /** A charge's mark once `units` of it were given back already (refunds in parts). */
   refundedMark?(policy: P, mark: number, units: number): number;
+  /**
+   * How units reserved ahead of their use stay within the bound (see {@link ReservationRule});
+   * absent for an algorithm that never reserves (a log's entries carry their own times, a lease is
+   * one request's): a limiter with such a policy decides every request in the store.
+   */
+  readonly reservation?: ReservationRule<P>;
   /** When (µs) the state is empty again: its natural expiry; 0 if already empty. */
   expiresAtUs(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number): number;
 

@@ -8,7 +8,7 @@
  */
 import { SluiceConfigError } from "../errors.js";
 import type { PolicyResult } from "../types.js";
-import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isCount, result } from "./definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, type ReservationRule, ceilDiv, isCount, result } from "./definition.js";
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
 export const MAX_GCRA_SPAN_US = 2 ** 50;
@@ -166,6 +166,30 @@ function refund(
   return true;
 }
 
+/**
+ * Reserved units of a bucket are charged as if used at the last moment they may serve (the end of
+ * the reservation's hold): the TAT moves to `max(tat, now + hold) + units × T` rather than
+ * `max(tat, now) + units × T`. Checked now (the units fit now), counted then: whenever a held unit
+ * is used, the store's TAT is at least as late as had it been charged at that moment, so the bucket
+ * never refills beneath units held elsewhere, and held units keep their value for the whole hold
+ * (where charging them now would have them lose one per T). The price is paid by the other
+ * instances, and only while the bucket is fuller than the hold: during it they see at most
+ * `hold / T` units fewer, which is why a hold is at most a quarter of the time the bucket takes to
+ * fill.
+ */
+export const gcraReservation: ReservationRule<GcraPolicy> = {
+  reservable: (p) => p.queue === 0,
+  servesUntilMs: () => Infinity,
+  maxHoldMs: (p) => Math.floor((p.burst * p.emissionIntervalUs) / 4000),
+  hold(p, num, off, nowUs, holdUs, units) {
+    const tat = num[off] as number;
+    // the TAT the charge started from: max(stored, now)
+    const from = tat - units * p.emissionIntervalUs;
+    const latest = nowUs + holdUs;
+    if (latest > from) num[off] = tat + (latest - from);
+  },
+};
+
 /** The parts of a bucket's definition that are the GCRA's: state, evaluation, refunds, marks. */
 export const gcraParts = {
   numWidth: 2,
@@ -195,6 +219,7 @@ export const gcraParts = {
     }),
   evaluate,
   refund,
+  reservation: gcraReservation,
   /** The TAT right after the charge, plus the shift then. */
   mark: tatPlusShift,
   /** A unit of a charge weighs one emission interval of the policy in force when it was made. */

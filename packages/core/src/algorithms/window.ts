@@ -4,7 +4,7 @@
  * @module
  */
 import { type Duration, formatMs, toMs } from "../duration.js";
-import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isDurationMs, positiveInt, requireObject, validateName } from "./definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, type ReservationRule, ceilDiv, isDurationMs, positiveInt, requireObject, validateName } from "./definition.js";
 import { type BlockOption, blockOf } from "./penalty-box.js";
 
 /** Options of the three window algorithms. */
@@ -55,3 +55,24 @@ export function windowParts<P extends WindowPolicy<string>>(
     withQuota: (p, quota) => Object.freeze({ ...p, limit: quota }),
   };
 }
+
+/**
+ * Reserved units of a fixed or sliding window serve only inside the window they were charged in:
+ * there they are counted exactly as a request made at any moment of it (a sliding window weighs a
+ * window's count the same wherever in it the requests came), so no window, and no weighted span,
+ * holds more than it allows. A window's units do not lose value with time, so its hold is the
+ * limiter's own bound on staleness.
+ */
+export const windowReservation: ReservationRule<WindowPolicy<string>> = {
+  reservable: () => true,
+  servesUntilMs: (p, nowMs) => (Math.floor(nowMs / p.windowMs) + 1) * p.windowMs,
+  maxHoldMs: () => Infinity,
+  // a sliding window weighs its previous window's count: unused units count until the next one ends
+  countedUntilMs: (p, chargedAtMs) => (Math.floor(chargedAtMs / p.windowMs) + 2) * p.windowMs,
+};
+
+/** A fixed window's units count only in their window: once it ended, unused ones need not go back. */
+export const fixedWindowReservation: ReservationRule<WindowPolicy<string>> = {
+  ...windowReservation,
+  countedUntilMs: (p, chargedAtMs) => (Math.floor(chargedAtMs / p.windowMs) + 1) * p.windowMs,
+};

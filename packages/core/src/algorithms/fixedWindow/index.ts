@@ -6,7 +6,7 @@
  * @module
  */
 import { type AlgorithmDefinition, numericState, result } from "../definition.js";
-import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
+import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy, fixedWindowReservation } from "../window.js";
 
 /** A counter per fixed window `floor(now / windowMs)`. */
 export interface FixedWindowPolicy extends WindowPolicy<"fixedWindow"> {}
@@ -30,6 +30,7 @@ export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy> = {
   code: "fw",
   numWidth: 2,
   objWidth: 0,
+  reservation: fixedWindowReservation,
 
   evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
     const windowMs = policy.windowMs;

@@ -9,7 +9,7 @@
  */
 import { SluiceConfigError } from "../../errors.js";
 import { type AlgorithmDefinition, numericState, result } from "../definition.js";
-import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
+import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy, windowReservation } from "../window.js";
 
 /** Counts of the previous and current window, the previous one weighted by how much of it overlaps. */
 export interface SlidingWindowPolicy extends WindowPolicy<"slidingWindow"> {}
@@ -69,6 +69,7 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = 
   code: "sw",
   numWidth: 3,
   objWidth: 0,
+  reservation: windowReservation,
 
   evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
     const W = policy.windowMs;
