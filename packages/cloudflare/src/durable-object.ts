@@ -48,6 +48,7 @@ import {
   peekState,
   refundState,
   releaseState,
+  reserveState,
   storageKey,
 } from "@sluice/core/store";
 import { DurableObject } from "cloudflare:workers";
@@ -59,6 +60,8 @@ import {
   type DecisionReply,
   type LimiterCall,
   type ReleaseCall,
+  type ReserveCall,
+  type ReserveReply,
   type ResetCall,
   type ResetReply,
   policiesFromJson,
@@ -93,6 +96,9 @@ const MAX_POLICY_LISTS = 64;
 
 /** A row's `expiresAtUs` while it holds an override without an end: it never expires. */
 const NEVER = Number.MAX_SAFE_INTEGER;
+
+/** The longest hold a reservation may ask for (ms): 2^31 − 1, the longest duration Sluice takes. */
+const MAX_HOLD_MS = 2 ** 31 - 1;
 
 /** The package tag of the errors the object answers with. */
 const TAG = "cloudflare";
@@ -226,6 +232,31 @@ export class SluiceLimiter extends DurableObject<SluiceLimiterEnv> {
       }
       const charge = chargedAtMs === undefined ? undefined : { atMs: chargedAtMs, marks, prices };
       return this.#decide(call, (policies, state, nowUs) => refundState(policies, state, nowUs, cost, charge));
+    });
+  }
+
+  /**
+   * Charges up to `units` to every policy of the key at once, as many as every policy can give now,
+   * a bucket counting them as used `holdMs` from now (core's `reserveState`); answers the units
+   * granted, the state after them and the charge's marks.
+   */
+  reserve(call: ReserveCall): ReserveReply {
+    return refusing(() => {
+      assertCall(call);
+      const { units, holdMs } = call as Partial<ReserveCall>;
+      if (typeof units !== "number" || !Number.isSafeInteger(units) || units <= 0) {
+        throw new SluiceInputError(`[sluice] [cloudflare] units must be a positive safe integer; got ${shown(units)}`, { option: "units" });
+      }
+      if (typeof holdMs !== "number" || !Number.isSafeInteger(holdMs) || holdMs < 0 || holdMs > MAX_HOLD_MS) {
+        throw new SluiceInputError(`[sluice] [cloudflare] holdMs must be an integer from 0 to ${MAX_HOLD_MS}; got ${shown(holdMs)}`, { option: "holdMs" });
+      }
+      let granted = 0;
+      const result = this.#decide(call, (policies, state, nowUs) => {
+        const reserved = reserveState(policies, state, nowUs, units, holdMs * 1000);
+        granted = reserved.granted;
+        return reserved;
+      });
+      return { ...result, granted };
     });
   }
 

@@ -19,6 +19,7 @@ import {
   type ControlResult,
   MAX_POLICIES,
   type StoreCommand,
+  type ReserveResult,
   type StoreResult,
   isPolicyKind,
   namespaceKey,
@@ -76,6 +77,15 @@ export interface RefundCall extends LimiterCall {
 }
 
 /**
+ * A `reserve` call: up to `units` units charged to every policy at once, counted by a bucket as
+ * used `holdMs` from now (core's `reserveState`).
+ */
+export interface ReserveCall extends LimiterCall {
+  units: number;
+  holdMs: number;
+}
+
+/**
  * A `control` call: an override or manual-block command on the key's record (core's
  * `StoreCommand`, run by `controlState` in the object; times count from the object's clock). The
  * policies travel too: `unblock` ends their penalty boxes.
@@ -111,6 +121,9 @@ export type WireResult = Omit<StoreResult, "override"> & { override?: string };
 
 /** The object's answer to `consume`, `peek`, `refund` or `release`. */
 export type DecisionReply = WireResult | Refusal;
+
+/** The object's answer to `reserve`: a decision's reply and the units granted. */
+export type ReserveReply = (WireResult & { granted: number }) | Refusal;
 
 /** The object's answer to `control`: the object's clock and the key's live override body afterwards. */
 export type ControlReply = ControlResult | Refusal;
@@ -290,6 +303,19 @@ export function decisionFromReply(reply: unknown, policies: readonly Policy[]): 
   const override = typeof body === "string" ? overrideFromText(body) : undefined;
   if (override === undefined) throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed override");
   return { ...(result as StoreResult), override };
+}
+
+/**
+ * The store's reading of a `reserve` reply: a decision's (see {@link decisionFromReply}) and the
+ * units granted, a whole number from 0 to those asked; anything else is a `SluiceStoreError`.
+ */
+export function reservationFromReply(reply: unknown, policies: readonly Policy[], units: number): ReserveResult {
+  const result = decisionFromReply(reply, policies);
+  const granted = (reply as { granted?: unknown }).granted;
+  if (typeof granted !== "number" || !Number.isSafeInteger(granted) || granted < 0 || granted > units || (granted === 0 && result.marks !== undefined)) {
+    throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered a reservation with a malformed grant");
+  }
+  return { ...result, granted };
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type BoundStore,
   type ControlResult,
   type RefundCharge,
+  type ReserveResult,
   type Store,
   type StoreCommand,
   type StoreNamespace,
@@ -23,10 +24,13 @@ import {
   type DecisionReply,
   type LimiterCall,
   type ReleaseCall,
+  type ReserveCall,
+  type ReserveReply,
   type ResetCall,
   type ResetReply,
   controlFromReply,
   decisionFromReply,
+  reservationFromReply,
   objectName,
   policiesFromJson,
   resetFromReply,
@@ -45,6 +49,7 @@ export interface SluiceLimiterStub {
   release(call: ReleaseCall): Promise<DecisionReply>;
   reset(call: ResetCall): Promise<ResetReply>;
   control(call: ControlCall): Promise<ControlReply>;
+  reserve(call: ReserveCall): Promise<ReserveReply>;
 }
 
 /**
@@ -234,6 +239,17 @@ class DurableObjectBinding implements BoundStore {
       throw failure("refund", error);
     }
     return decisionFromReply(reply, this.#namespace.policies);
+  }
+
+  /** Up to `units` charged to every policy of `key` at once (a bucket counting them as used `holdMs` from now): one RPC call. */
+  async reserve(key: string, units: number, holdMs: number): Promise<ReserveResult> {
+    let reply: ReserveReply;
+    try {
+      reply = await this.#store.stub(this.#namespace, key).reserve({ ...this.#call(key), units, holdMs });
+    } catch (error) {
+      throw failure("reserve", error);
+    }
+    return reservationFromReply(reply, this.#namespace.policies, units);
   }
 
   async release(key: string, lease: number): Promise<StoreResult> {

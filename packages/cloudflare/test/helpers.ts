@@ -5,7 +5,7 @@
  * decision is made by the Durable Object inside workerd.
  */
 import { Agent, request } from "node:http";
-import type { BoundStore, ControlResult, RefundCharge, Store, StoreCommand, StoreNamespace, StoreResult } from "@sluice/core/store";
+import type { BoundStore, ControlResult, RefundCharge, ReserveResult, Store, StoreCommand, StoreNamespace, StoreResult } from "@sluice/core/store";
 import { type StartedWorker, startWorker as startTestWorker, storageDir } from "@sluice/testing/miniflare";
 import { specOf } from "../src/protocol.js";
 
@@ -111,8 +111,9 @@ export class WorkerStore implements Store {
 
   bind(namespace: StoreNamespace): BoundStore {
     const policies = namespace.policies.map(specOf);
-    const call = <T>(op: string, key: string, cost?: number, charge?: RefundCharge, lease?: number, command?: StoreCommand) =>
+    const call = <T>(op: string, key: string, cost?: number, charge?: RefundCharge, lease?: number, command?: StoreCommand, reserve?: { units: number; holdMs: number }) =>
       post<T>(new URL("/store", this.baseUrl).toString(), {
+        ...reserve,
         op,
         prefix: namespace.prefix,
         tier: namespace.tier,
@@ -134,6 +135,7 @@ export class WorkerStore implements Store {
         await call<null>("reset", key);
       },
       control: (key, command) => call<ControlResult>("control", key, undefined, undefined, undefined, command),
+      reserve: (key, units, holdMs) => call<ReserveResult>("reserve", key, undefined, undefined, undefined, undefined, { units, holdMs }),
     };
   }
 }
