@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA c979f89543dc87c2bcc9c00ea1c19487f651d251; below this header, the script byte for byte)
+-- (EVALSHA 0ff8d244fd71bedeab2cce8357ddb3db5bae3c0e; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -32,7 +32,7 @@ local lease = 0
 if ARGV[2] ~= 'r' then lease = tonumber(ARGV[4]) or 0 end
 local stored = redis.call('HMGET', KEYS[1], "exports|cc", "per-hour|fw", '@expires', '|override', '|block')
 local expires_at = tonumber(stored[3])
-local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'x'
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'v' and ARGV[2] ~= 'x'
 -- each policy's quota-derived values, per key: the policy's own unless an override changes them
 local cc1_limit = 2
 local fw2_limit = 100
@@ -280,7 +280,7 @@ if manual then
   -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,
   -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.
   local asked = cost
-  if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then asked = 1 end
+  if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'v' or ARGV[2] == 'x' then asked = 1 end
   local function while_blocked(decide, till)
     local r = { decide(asked) }
     if r[1] == 1 then
@@ -301,7 +301,8 @@ if manual then
   end
   return answer(while_blocked(cc1_decide, manual), while_blocked(fw2_decide, manual))
 end
-if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'x' then
+-- reserve: a policy here cannot hand out units ahead of their use: nothing is granted (answered as a peek)
+if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'v' or ARGV[2] == 'x' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now
   local function peeked(decide)
     local r = { decide(1) }

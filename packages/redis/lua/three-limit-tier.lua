@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA db63f8d90a41de6518b0aa2f6125ba34825cc6d0; below this header, the script byte for byte)
+-- (EVALSHA 39c9011b4a34ac0247a1dec6919b7f7517279523; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -30,7 +30,7 @@ end
 local now_ms = floor(now_us / 1000)
 local stored = redis.call('HMGET', KEYS[1], "per-minute|sw", "per-day|fw", "burst|tb", '@expires', '|override', '|block')
 local expires_at = tonumber(stored[4])
-local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'
+local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'v'
 -- each policy's quota-derived values, per key: the policy's own unless an override changes them
 local sw1_limit, sw1_lw = 100, 6000000
 local fw2_limit = 10000
@@ -339,7 +339,7 @@ if manual then
   -- request; the others decide it as they would (their state now if they would allow it). Nothing is written,
   -- no offence counted: a retry at the largest retry_after passes. A peek, refund or release asks for 1.
   local asked = cost
-  if ARGV[2] == 'p' or ARGV[2] == 'r' then asked = 1 end
+  if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'v' then asked = 1 end
   local function while_blocked(decide, till)
     local r = { decide(asked) }
     if r[1] == 1 then
@@ -360,7 +360,60 @@ if manual then
   end
   return answer(while_blocked(sw1_decide, manual), while_blocked(fw2_decide, manual), while_blocked(tb3_decide, manual))
 end
-if ARGV[2] == 'p' or ARGV[2] == 'r' then
+if ARGV[2] == 'v' then
+  -- reserve: as many units as every policy can give now, at most ARGV[1]
+  local granted = cost
+  do local _, left = sw1_decide(math.huge); if left < granted then granted = left end end
+  do local _, left = fw2_decide(math.huge); if left < granted then granted = left end end
+  do local _, left = tb3_decide(math.huge); if left < granted then granted = left end end
+  if granted > 0 then
+    -- charged as the fast path charges a consume of that many (every policy fits them)
+    local cost, hold = granted, (tonumber(ARGV[4]) or 0) * 1000
+    local pass = true
+    if pass then -- sw1
+      local window = floor(now_ms / 60000)
+      local previous, current = 0, 0
+      if sw1_window == window then
+        previous = sw1_previous
+        current = sw1_current
+      elseif sw1_window == window - 1 then
+        previous = sw1_current
+      end
+      sw1_new_window, sw1_new_previous, sw1_new_current = window, previous, current + cost
+      pass = cost <= sw1_limit - current and previous * (60000 - (now_ms - window * 60000)) <= (sw1_limit - current - cost) * 60000
+    end
+    if pass then -- fw2
+      local window = floor(now_ms / 86400000)
+      local count = 0
+      if fw2_window == window then count = fw2_count end
+      fw2_new_window = window
+      fw2_new_count = count + cost
+      pass = cost <= fw2_limit - count
+    end
+    if pass then -- tb3
+      local tat = tb3_tat
+      if tat == nil or tat < now_us then tat = now_us end
+      tb3_new_tat = tat + cost * tb3_t
+      pass = cost <= tb3_max and now_us - (tb3_new_tat - tb3_bt) >= 0
+      tb3_new_tat = tb3_new_tat + max(0, now_us + hold - (tb3_new_tat - cost * tb3_t))
+    end
+    if pass then
+      tb3_new_shift = tb3_shift
+      if tb3_shift > 0 and tb3_tat < now_us then tb3_new_shift = max(0, tb3_shift - (now_us - tb3_tat)) end
+    local expires = max((sw1_new_window + 2) * 60000000, (fw2_new_window + 1) * 86400000000, tb3_new_tat + tb3_new_shift)
+    if expires_at and expires_at >= expires then
+      redis.call('HSET', KEYS[1], "per-minute|sw", (sw1_new_window < 2147483648 and sw1_new_previous < 2147483648 and sw1_new_current < 2147483648 and fmt('%d:%d:%d', sw1_new_window, sw1_new_previous, sw1_new_current) or fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current)), "per-day|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat))
+    else
+      expires_at = expires + 1000000
+      redis.call('HSET', KEYS[1], "per-minute|sw", (sw1_new_window < 2147483648 and sw1_new_previous < 2147483648 and sw1_new_current < 2147483648 and fmt('%d:%d:%d', sw1_new_window, sw1_new_previous, sw1_new_current) or fmt('%.0f:%.0f:%.0f', sw1_new_window, sw1_new_previous, sw1_new_current)), "per-day|fw", (fw2_new_window < 2147483648 and fw2_new_count < 2147483648 and fmt('%d:%d', fw2_new_window, fw2_new_count) or fmt('%.0f:%.0f', fw2_new_window, fw2_new_count)), "burst|tb", tb3_new_shift > 0 and fmt('%.0f:%.0f', tb3_new_tat, tb3_new_shift) or fmt('%.0f', tb3_new_tat), '@expires', fmt('%.0f', expires_at))
+      if not persist then redis.call('PEXPIRE', KEYS[1], max(1, ceil((expires_at - now_us) / 1000))) end
+    end
+    if stale then redis.call('HDEL', KEYS[1], unpack(stale)) end
+      return { now_us, sw1_new_previous, sw1_new_current, fw2_new_count, tb3_new_tat, tb3_new_tat + tb3_new_shift, granted, override }
+    end
+  end
+end
+if ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'v' then
   -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now
   local function peeked(decide)
     local r = { decide(1) }

@@ -7,6 +7,7 @@ import {
   type StoreCommand,
   type PolicyResult,
   type RefundCharge,
+  type ReserveResult,
   type Store,
   type StoreNamespace,
   type StoreResult,
@@ -189,7 +190,7 @@ class ScriptBinding implements BoundStore {
     return [`${this.#keyStart}${encodeKeyPart(key)}}`];
   }
 
-  #args(cost: number, mode: "c" | "p" | "r" | "x"): string[] {
+  #args(cost: number, mode: "c" | "p" | "r" | "x" | "v"): string[] {
     // production sends as little as it can: the cost, and the mode for a peek
     if (this.testClock !== undefined) return [String(cost), mode, String(Math.floor(this.testClock() * 1000))];
     return mode === "c" ? [String(cost)] : [String(cost), mode];
@@ -302,6 +303,41 @@ class ScriptBinding implements BoundStore {
       args.push(String(lease));
     }
     return this.#run(this.#keys(key), args);
+  }
+
+  /**
+   * Up to `units` charged to every policy of `key` at once (the script's reserve mode, core's
+   * `reserveState`): one script call, with the store's clock.
+   */
+  async reserve(key: string, units: number, holdMs: number): Promise<ReserveResult> {
+    const args = this.#args(units, "v");
+    if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
+    args.push(String(holdMs));
+    let reply: unknown;
+    try {
+      reply = await runScript(this.transport, this.#loads, this.#script, this.#keys(key), args);
+    } catch (error) {
+      throw storeError(error, this.storeName, this.testClock !== undefined);
+    }
+    return this.#parseReserve(reply, units);
+  }
+
+  /**
+   * A reservation's reply: the fast path's compact form with the units granted after the marks
+   * (`{ now_us, states…, marks…, granted, override? }`), or, when nothing was granted, a peek's.
+   */
+  #parseReserve(reply: unknown, units: number): ReserveResult {
+    const size = Array.isArray(reply) ? reply.length : -1;
+    const reserved = this.#compact + 1;
+    if (size !== reserved && !(size === reserved + 1 && typeof (reply as unknown[])[reserved] === "string")) return { ...this.#parse(reply), granted: 0 };
+    const list = reply as unknown[];
+    const granted = list[reserved - 1];
+    if (typeof granted !== "number" || !Number.isSafeInteger(granted) || granted < 1 || granted > units) {
+      throw new SluiceStoreError(`[sluice] [redis] malformed reply from the decide script's reserve mode: expected from 1 to ${units} units granted; got ${preview(reply)}`);
+    }
+    // the compact form it extends, with the override's body when there is one
+    const compact = size === reserved ? list.slice(0, this.#compact) : [...list.slice(0, this.#compact), list[reserved]];
+    return { ...this.#parse(compact), granted };
   }
 
   release(key: string, lease: number): Promise<StoreResult> {

@@ -195,6 +195,45 @@ function fastReply(policy: Policy, p: string, part: LuaPart): { state: boolean; 
   return { state: true, list: items.join(", ") };
 }
 
+/**
+ * The reserve mode (`ARGV[2] == 'v'`, core's `reserveState`): up to ARGV[1] units charged to every
+ * policy at once, as many as every policy can give now (the least of their remaining), a bucket
+ * counting them as used ARGV[4] ms from now. Runs after the block branch (a block grants nothing)
+ * and answers like the fast path, with the state each policy is left in (its `StateReply`), the
+ * marks, then the units granted and the override: `{ now_us, states…, marks…, granted, override }`.
+ * Granting nothing, it falls through to the peek's answer (the full form). A namespace with a policy
+ * that cannot reserve grants nothing, ever.
+ */
+function reserveMode(
+  policies: readonly Policy[],
+  names: readonly string[],
+  parts: readonly LuaPart[],
+  fastReplies: readonly { state: boolean; list: string }[],
+  marks: readonly { p: string; mark: string }[],
+  write: readonly string[],
+): string[] {
+  const reservable = policies.every((policy, k) => luaOf(policy).reservable?.(policy) === true && fastReplies[k]!.state);
+  if (!reservable) return ["-- reserve: a policy here cannot hand out units ahead of their use: nothing is granted (answered as a peek)"];
+  return [
+    "if ARGV[2] == 'v' then",
+    "  -- reserve: as many units as every policy can give now, at most ARGV[1]",
+    "  local granted = cost",
+    ...names.map((p) => `  do local _, left = ${p}_decide(math.huge); if left < granted then granted = left end end`),
+    "  if granted > 0 then",
+    "    -- charged as the fast path charges a consume of that many (every policy fits them)",
+    "    local cost, hold = granted, (tonumber(ARGV[4]) or 0) * 1000",
+    "    local pass = true",
+    ...parts.flatMap((x, k) => [`    if pass then -- ${names[k]}`, indent(passBlock(x), "      "), ...(x.hold === undefined ? [] : [indent(x.hold("cost", "hold"), "      ")]), "    end"]),
+    "    if pass then",
+    ...parts.flatMap((x) => block(x.prepare, "      ")),
+    ...write.map((line) => `    ${line}`),
+    `      return { now_us, ${[...fastReplies.map((r) => r.list), ...marks.map((m) => m.mark)].join(", ")}, granted, override }`,
+    "    end",
+    "  end",
+    "end",
+  ];
+}
+
 /** The local-name prefix of the policy at position `i` (1-based): its kind's code (core's `policyField` ends with it) and `i`. */
 function prefixOf(policy: Policy, i: number): string {
   return `${policyField(policy).slice(policy.name.length + 1)}${i}`;
@@ -247,7 +286,8 @@ export function decideScript(policies: readonly Policy[]): Script {
   const marks = policies.flatMap((policy, k) => (luaOf(policy).marks ? [{ p: names[k]!, mark: parts[k]!.mark ?? "0" }] : []));
   const concurrent = policies.some((policy) => luaOf(policy).leases);
   // the modes that answer as a peek (without a concurrency cap there is no release mode, and 'x' is a consume)
-  const peekLike = `ARGV[2] == 'p' or ARGV[2] == 'r'${concurrent ? " or ARGV[2] == 'x'" : ""}`;
+  // (a reservation that grants nothing answers as a peek too)
+  const peekLike = `ARGV[2] == 'p' or ARGV[2] == 'r' or ARGV[2] == 'v'${concurrent ? " or ARGV[2] == 'x'" : ""}`;
   // an unlimited override's reply: every policy allows with its whole (own) quota, nothing counted;
   // under a manual block, every policy is blocked until its end (and allows again then)
   const noMarks = marks.map(() => ", 0").join("");
@@ -313,7 +353,7 @@ export function decideScript(policies: readonly Policy[]): Script {
     // The fast path below takes a consume that every policy allows (most calls). The modes are told
     // apart exactly as in the general code; a running penalty box or manual block (which sets `pass`
     // false as it is read) goes to the general code too, and an unlimited override answers before.
-    `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
+    `local pass = ARGV[2] ~= 'p' and ARGV[2] ~= 'r' and ARGV[2] ~= 'v'${concurrent ? " and ARGV[2] ~= 'x'" : ""}${blocked.map((b) => ` and (${b.p}_block_until or 0) <= now_us`).join("")}`,
     "-- each policy's quota-derived values, per key: the policy's own unless an override changes them",
     ...parts.map((x) => x.quota),
     "-- the key's override (the body of a live one; unlimited; persist: it has no end, so the hash must not expire),",
@@ -460,6 +500,7 @@ export function decideScript(policies: readonly Policy[]): Script {
           `  return ${answer(names.map((p) => `while_blocked(${p}_decide, ${blocked.some((b) => b.p === p) ? `${p}_block_until` : "nil"})`))}`,
         ]),
     "end",
+    ...reserveMode(policies, names, parts, fastReplies, marks, write),
     `if ${peekLike} then`,
     "  -- peek: whether a cost-1 request would pass, with remaining, reset_at and refill_at of the state now",
     ...(policies.length === 1

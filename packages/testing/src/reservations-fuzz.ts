@@ -8,12 +8,13 @@
  *
  * @module
  */
-import { type Decision, type Policy, type RateLimiter, fixedWindow } from "@sluice/core";
+import { type Decision, type Policy, RateLimiter, type Store, fixedWindow } from "@sluice/core";
 import fc from "fast-check";
-import { expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Admission, referenceOf } from "./algorithms/index.js";
 import { type InvariantHooks, violatedBound } from "./invariants.js";
-import { type ReservationHooks, reservable, reservationHooks, reservingLimiter } from "./reservations.js";
+import { type ReservationHooks, reservable, reservationHooks, reservingLimiter, testReserveCall, testReservedDecisions } from "./reservations.js";
+import { T0, uniquePrefix } from "./suite-shared.js";
 import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "./vectors.js";
 
 /** Policies for the fuzz: mostly kinds that reserve (so reservations happen), now and then one that declines. */
@@ -218,4 +219,36 @@ async function offered(h: ReservationHooks, policy: Policy & { windowMs: number 
   await Promise.all(instances.map((l) => l.returnReservations()));
   for (const n of admitted) expect(n).toBeLessThanOrEqual(policy.limit);
   for (const n of admitted) expect(n).toBeGreaterThanOrEqual(Math.floor(policy.limit * atLeast));
+}
+
+/**
+ * The reservation suites on their own, for a store the whole conformance suite does not run on (a
+ * Redis Cluster): `makeStore` gets the test clock (epoch ms) the store must use.
+ */
+export function testReservations(options: { name: string; makeStore: (hooks: { clock: () => number }) => Store | Promise<Store>; teardown?: () => void | Promise<void>; numRuns?: number; timeoutMs?: number }): void {
+  const clock = { now: T0 };
+  let store: Store;
+  const timeout = options.timeoutMs ?? 60_000;
+  const hooks: InvariantHooks = {
+    limiter: (limits, prefix = uniquePrefix("res")) => new RateLimiter({ store, limits, prefix, denyCache: false, timeoutMs: Math.floor(timeout / 2) }),
+    store: () => store,
+    prefix: () => uniquePrefix("res"),
+    setNow: (ms) => {
+      clock.now = ms;
+    },
+    t0: T0,
+    numRuns: options.numRuns ?? 20,
+    storeTimeoutMs: Math.floor(timeout / 2),
+  };
+  describe(`reservations: ${options.name}`, { timeout }, () => {
+    beforeAll(async () => {
+      store = await options.makeStore({ clock: () => clock.now });
+    });
+    afterAll(async () => {
+      await options.teardown?.();
+    });
+    testReserveCall(hooks);
+    testReservedDecisions(hooks);
+    testReservationInvariants(hooks);
+  });
 }

@@ -76,6 +76,13 @@ export interface LuaPart {
    * writing the field.
    */
   readonly release: string;
+  /**
+   * Reserve mode, for an algorithm whose held units would lose value with time (a bucket):
+   * statements run right after `take(units)` of a reservation, counting its units as used `hold`
+   * (a Lua expression, µs) from now, the last moment they may serve (core's `ReservationRule.hold`).
+   * Absent when where a unit sits in time does not matter (a window).
+   */
+  hold?(units: string, hold: string): string;
   /** The HSET value expression after an allowed consume. */
   readonly value: string;
   /**
@@ -116,6 +123,12 @@ export interface LuaAlgorithm<P extends Policy> {
   maxCost(policy: P): number;
   /** The Lua of `policy` at position `i` (1-based: `stored[i]`, `ARGV[4 + i]`), its locals prefixed with `p` (`fw1`). */
   part(policy: P, p: string, i: number): LuaPart;
+  /**
+   * Whether `policy` may hand out units ahead of their use (core's `ReservationRule.reservable`):
+   * the script's reserve mode then charges them; absent or false, it grants none. A policy that
+   * reserves has a {@link StateReply} too: a reservation answers with the state it left.
+   */
+  reservable?(policy: P): boolean;
   /**
    * How the consume fast path answers for `policy` with its new state instead of its answer
    * (see {@link StateReply}); absent, or `undefined` for this policy: with the four numbers of its

@@ -10,6 +10,8 @@ import { type LuaAlgorithm, digits, int, limitLocal, str, windowLua } from "./de
 
 export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   ...windowLua,
+  // a window's units serve inside their window: the limiter bounds that, the charge is an ordinary one
+  reservable: () => true,
   // the fast path sends the new count; the window is now's (core's stored form: [expires, window, count])
   stateReply: (policy) => ({
     width: 1,

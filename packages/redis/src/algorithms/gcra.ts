@@ -27,6 +27,8 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
     marks: true,
     leases: false,
     stateReply: (policy) => (policy.queue > 0 ? undefined : stateReply),
+    // a queue's delays are per request: only a bucket without one reserves
+    reservable: (policy) => policy.queue === 0,
     maxCost: (policy) => policy.burst + policy.queue,
     part(policy, p, i): LuaPart {
       const stored = `stored[${i}]`;
@@ -103,6 +105,8 @@ if ${p}_shift > 0 and ${p}_tat < now_us then ${p}_new_shift = max(0, ${p}_shift 
   end
 end`,
         release: "",
+        // core's gcraReservation.hold: the charge counts from max(tat, now + hold), not max(tat, now)
+        hold: (units, hold) => `${p}_new_tat = ${p}_new_tat + max(0, now_us + ${hold} - (${p}_new_tat - ${units} * ${T}))`,
         value: stored_(`${p}_new_tat`, `${p}_new_shift`),
         mark: `${p}_new_tat + ${p}_new_shift`,
         expiresUs: `${p}_new_tat + ${p}_new_shift`,

@@ -11,6 +11,8 @@ import { type LuaAlgorithm, digits, indent, int, str, windowLua } from "./defini
 
 export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   ...windowLua,
+  // a window's units serve inside their window: the limiter bounds that, the charge is an ordinary one
+  reservable: () => true,
   // the fast path sends the new counts; the window is now's (core's stored form: [expires, window, previous, current])
   stateReply: (policy) => ({
     width: 2,
