@@ -8,6 +8,7 @@
 import type { Policy } from "../algorithms/index.js";
 import type { ClientIpTrust, UNKNOWN_CLIENT_KEY } from "../client-ip.js";
 import type { DenyCacheOption } from "../deny-cache.js";
+import type { ReserveOption } from "../reservations.js";
 import type { HeadersOption, PartitionKeyOption } from "../headers.js";
 import type { LimiterMode, RateLimiter, StoreErrorMode } from "../limiter.js";
 import type { Decision, MaybePromise, Store } from "../types.js";
@@ -225,6 +226,16 @@ export interface TierSettings {
    * ```
    */
   denyCache?: DenyCacheOption;
+  /**
+   * Each tier's reservations (see `RateLimiterOptions.reserve`): a hot key of a tier is decided
+   * from units its limiter reserved ahead, without a round trip each. Off by default.
+   * @default false
+   * @example
+   * ```ts
+   * createGuard({ tiers, tier, key, store: new UpstashStore(Redis.fromEnv()), reserve: true });
+   * ```
+   */
+  reserve?: ReserveOption;
   /**
    * How long a key's tier is cached, in ms; 0 disables the cache.
    * @default 300_000

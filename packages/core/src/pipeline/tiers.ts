@@ -7,6 +7,7 @@
  */
 import { isPolicy, validateName } from "../algorithms/index.js";
 import { resolveDenyCache } from "../deny-cache.js";
+import { resolveReserve } from "../reservations.js";
 import { SluiceConfigError, describe, tagged } from "../errors.js";
 import type { HeaderWriter } from "../headers.js";
 import { assertKey, validatePolicies } from "../keys.js";
@@ -51,6 +52,7 @@ export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOpti
     throw new SluiceConfigError(`store must be a Store (an object with bind(namespace)); got ${describe(store)}`, { option: "store" });
   }
   resolveDenyCache(options.denyCache, true); // checked here, so a mistake is named as this option
+  resolveReserve(options.reserve);
   const defaultMode = options.mode ?? "enforce";
   if (defaultMode !== "enforce" && defaultMode !== "dry-run") {
     throw new SluiceConfigError(`mode must be "enforce" or "dry-run"; got ${describe(defaultMode)}`, { option: "mode" });
@@ -83,8 +85,8 @@ export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOpti
     }
     // tiers.pro, or tiers.pro.limits in the object form: the policy at fault is named under it
     const list = validatePolicies(limits, limits === entry ? `tiers.${name}` : `tiers.${name}.limits`);
-    const { onStoreError, timeoutMs, onStoreFailure, denyCache } = options;
-    const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, mode: mode as LimiterMode });
+    const { onStoreError, timeoutMs, onStoreFailure, denyCache, reserve } = options;
+    const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, reserve, mode: mode as LimiterMode });
     targets.set(name, targetOf(limiter));
   }
   const known = [...targets.keys()].join(", ");
