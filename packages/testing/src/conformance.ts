@@ -34,6 +34,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants, testOverrideInvariants } from "./invariants.js";
 import { testOverrides } from "./overrides.js";
+import { testNames } from "./names.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, isOverrideRead, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
@@ -1105,6 +1106,11 @@ export function testStore(options: TestStoreOptions): void {
     describe("overrides and manual blocks", () => {
       testOverrides(invariantHooks);
       testOverrideInvariants(invariantHooks);
+    });
+
+    // names that Object.prototype answers for, as policy, quota key, key, prefix and tier: ordinary data
+    describe("names as data", () => {
+      testNames(invariantHooks);
     });
 
     // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store
