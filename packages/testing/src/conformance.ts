@@ -35,6 +35,7 @@ import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants, testOverrideInvariants } from "./invariants.js";
 import { testOverrides } from "./overrides.js";
 import { testNames } from "./names.js";
+import { testCachedDenials } from "./cached-denials.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, isOverrideRead, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
@@ -1111,6 +1112,11 @@ export function testStore(options: TestStoreOptions): void {
     // names that Object.prototype answers for, as policy, quota key, key, prefix and tier: ordinary data
     describe("names as data", () => {
       testNames(invariantHooks);
+    });
+
+    // the deny cache's answers, which no store call makes: every field of the store's own denial, moved on
+    describe("decisions made without the store", () => {
+      testCachedDenials(invariantHooks);
     });
 
     // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store
