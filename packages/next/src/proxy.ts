@@ -83,7 +83,7 @@ function concurrencyLimitIn(options: RateLimitProxyOptions): string | undefined 
   const tiers = (options as { tiers?: unknown }).tiers;
   if (typeof tiers !== "object" || tiers === null) return undefined;
   for (const [name, entry] of Object.entries(tiers)) {
-    const objectForm = typeof entry === "object" && entry !== null && !Array.isArray(entry) && Object.hasOwn(entry, "limits");
+    const objectForm = typeof entry === "object" && entry !== null && !Array.isArray(entry) && "limits" in entry;
     const limits: unknown = objectForm ? (entry as { limits: unknown }).limits : entry;
     if (Array.isArray(limits) ? limits.some(isConcurrency) : isConcurrency(limits)) return objectForm ? `tiers.${name}.limits` : `tiers.${name}`;
   }
