@@ -42,8 +42,8 @@
  *
  * Staleness is the price: a `reset`, refund, `unblock` or raised quota made by *another* process
  * (or another limiter instance), and an override that ends (its `ttl`) while a denial is cached,
- * are seen when the entry expires: within the denial's own `retryAfterMs` and at most `maxAgeMs`. Turn the cache off (`denyCache: false`) where that matters
- * more than the saved round trips.
+ * are seen when the entry expires: within the denial's own `retryAfterMs` and at most `maxAgeMs`.
+ * Turn the cache off (`denyCache: false`) where that matters more than the saved round trips.
  *
  * @module
  */
@@ -173,7 +173,7 @@ export function resolveDenyCache(option: unknown, onByDefault: boolean): Require
  * grows (its `refillAt`), after which that policy's `remaining` and `t` would read otherwise. A
  * policy whose quota is already whole (`refillAt` at `now`) changes nothing.
  */
-export function unchangedForMs(decision: Pick<Decision, "now" | "retryAfterMs" | "policies">): number {
+function unchangedForMs(decision: Pick<Decision, "now" | "retryAfterMs" | "policies">): number {
   let ms = decision.retryAfterMs;
   const policies = decision.policies;
   for (let i = 0; i < policies.length; i++) {

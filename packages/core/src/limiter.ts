@@ -65,8 +65,8 @@ export interface RateLimiterOptions {
    * field of the store's denial moved on by the time elapsed (its `override` and penalty box
    * included, so the headers read as the store's own) and `reason: "cached-deny"`, with no store
    * round trip: for R, or less when a policy's quota grows sooner (by the local monotonic clock,
-   * less a skew margin of 5 ms + 1 ms per second). Only asynchronous answers are cached, so it is on by default for every store but
-   * `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
+   * less a skew margin of 5 ms + 1 ms per second). Only asynchronous answers are cached, so it is
+   * on by default for every store but `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
    * store errors, timeouts, and `cost-exceeds-limit`. `reset(key)` forgets the key's denial.
    * `true` turns it on with the defaults, `false` off; `{ maxKeys }` bounds it (least recently
    * used forgotten first). A reset made by another process is not seen until the entry expires.
@@ -428,9 +428,9 @@ export class RateLimiter {
       if (!this.#concurrent || !this.#concurrencyNames.has(decision.policy)) denials.remember(key, cost, decision, sentAt, denials.now());
       else if (denials.size !== 0) denials.forget(key);
     } else if (decision.allowed && !isUnlimited(decision.override)) {
-      // another cost passed and changed the key's state: a cached denial of it no longer reads as the store would
+      // under an unlimited override nothing was counted: nothing to refund, no slot to release.
+      // Otherwise the key's state changed: a cached denial (of another cost) no longer reads as the store would
       if (remote && denials !== undefined && denials.size !== 0) denials.forget(key);
-      // under an unlimited override nothing was counted: nothing to refund, no slot to release
       StoreDecision.charge(decision, cost, marks);
       if (lease !== 0) decision.lease = String(lease);
     }
