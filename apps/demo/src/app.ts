@@ -250,7 +250,8 @@ export function createApp(options: DemoAppOptions = {}): Hono<DemoEnv> {
       // "database"; the middleware caches the answer per key for 5 minutes. An unknown key is
       // rejected with 401 here: the lookup throws, so nothing is cached or consumed for it.
       tier: (_c, key) => tierOf(key),
-      cost: (c) => ROUTE_COSTS[c.req.path] ?? 1,
+      // a path is looked up as an own entry only (a request path is the caller's choice)
+      cost: (c) => (Object.hasOwn(ROUTE_COSTS, c.req.path) ? (ROUTE_COSTS[c.req.path] as number) : 1),
       // whoami only looks: it peeks below instead of spending a request
       skip: (c) => c.req.path === "/api/whoami",
       onDecision,

@@ -183,42 +183,70 @@ describe("deny cache: what it answers", () => {
     expect((await w.limiter.limit("k")).reason).toBe("ok");
   });
 
-  it("answers the denied cost and larger ones; a smaller cost asks the store, and a denial of it replaces the entry", async () => {
+  it("answers the denied cost only: another cost asks the store, whose denial replaces the entry and whose admission ends it", async () => {
     const w = world(fixedWindow({ limit: 3, window: "1m" }));
     expect((await w.limiter.limit("k", { cost: 2 })).remaining).toBe(1);
     expect(await w.limiter.limit("k", { cost: 2 })).toMatchObject({ allowed: false, reason: "limit", remaining: 1 });
-    expect(await w.limiter.limit("k", { cost: 3 })).toMatchObject({ allowed: false, reason: "cached-deny", remaining: 1 });
-    expect(await w.limiter.limit("k", { cost: 2 })).toMatchObject({ allowed: false, reason: "cached-deny" });
+    expect(await w.limiter.limit("k", { cost: 2 })).toMatchObject({ allowed: false, reason: "cached-deny", remaining: 1 });
     expect(w.store.calls.consume).toBe(2);
-    // cost 1 fits: the store allows it, and the cached denial of cost 2 still holds
-    expect(await w.limiter.limit("k", { cost: 1 })).toMatchObject({ allowed: true, reason: "ok", remaining: 0 });
-    expect((await w.limiter.limit("k", { cost: 2 })).reason).toBe("cached-deny");
-    expect(w.store.calls.consume).toBe(3);
-    // now cost 1 is denied too: cached from then on
-    expect((await w.limiter.limit("k", { cost: 1 })).reason).toBe("limit");
-    expect((await w.limiter.limit("k", { cost: 1 })).reason).toBe("cached-deny");
+    // a larger cost: the store's own answer (the same here, but it need not be), which replaces the entry
+    expect(await w.limiter.limit("k", { cost: 3 })).toMatchObject({ allowed: false, reason: "limit", remaining: 1 });
+    expect((await w.limiter.limit("k", { cost: 3 })).reason).toBe("cached-deny");
+    expect((await w.limiter.limit("k", { cost: 2 })).reason).toBe("limit");
     expect(w.store.calls.consume).toBe(4);
+    // cost 1 fits: the store allows it, and the key's state has changed: the cached denial goes
+    expect((await w.limiter.limit("k", { cost: 2 })).reason).toBe("cached-deny");
+    expect(await w.limiter.limit("k", { cost: 1 })).toMatchObject({ allowed: true, reason: "ok", remaining: 0 });
+    expect(await w.limiter.limit("k", { cost: 2 })).toMatchObject({ allowed: false, reason: "limit", remaining: 0 });
+    expect(w.store.calls.consume).toBe(6);
   });
 
-  it("every denying policy's retryAfterMs moves on; the binding policy stays the one with the longest wait", async () => {
+  it("lasts only while every policy reads as the store would: until the first policy's quota grows", async () => {
     const w = world([tokenBucket({ capacity: 1, refillRate: 1, interval: "10s", name: "burst" }), fixedWindow({ limit: 1, window: "1m", name: "minute" })]);
     await w.limiter.limit("k");
     const denial = await w.limiter.limit("k");
-    expect(denial.policies.map((p) => [p.policy, p.allowed, p.retryAfterMs])).toEqual([
-      ["burst", false, 10_000],
-      ["minute", false, 18_000],
+    expect(denial.policies.map((p) => [p.policy, p.allowed, p.retryAfterMs, p.refillAt - T0])).toEqual([
+      ["burst", false, 10_000, 10_000],
+      ["minute", false, 18_000, 18_000],
     ]);
     expect(denial.policy).toBe("minute");
-    w.advance(12_000); // the bucket has a token again, but the minute still denies
+    // the bucket's next token comes at 10 s (margin 15 ms): until then, the store's own answer
+    w.advance(9_984);
     const cached = await w.limiter.limit("k");
     expect(cached.reason).toBe("cached-deny");
-    expect(cached.policy).toBe("minute");
-    expect(cached.retryAfterMs).toBe(6_000);
-    // the burst policy's own wait is over: shown as the least wait there is, 1 ms
+    expect(seen(cached)).toEqual({ ...seen(await w.direct.limit("k")), reason: "cached-deny" });
     expect(cached.policies.map((p) => [p.policy, p.allowed, p.retryAfterMs])).toEqual([
-      ["burst", false, 1],
-      ["minute", false, 6_000],
+      ["burst", false, 16],
+      ["minute", false, 8_016],
     ]);
+    w.advance(1);
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    // at 12 s the bucket has its token (allowed, 1 left) while the minute still denies: that denial
+    // is cached until the minute ends, and reads as the store's
+    w.advance(12_000 - 9_985);
+    expect((await w.limiter.limit("k")).reason).toBe("limit");
+    w.advance(1_000);
+    const later = await w.limiter.limit("k");
+    expect(later.reason).toBe("cached-deny");
+    expect(later.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs])).toEqual([
+      ["burst", true, 1, 0],
+      ["minute", false, 0, 5_000],
+    ]);
+    expect(seen(later)).toEqual({ ...seen(await w.direct.limit("k")), reason: "cached-deny" });
+    expect(headersOf(later, w.limiter)).toEqual(headersOf(await w.direct.limit("k"), w.limiter));
+  });
+
+  it("carries the override the store applied, as the store's own denial does", async () => {
+    const w = world(fixedWindow({ limit: 1, window: "1m", name: "m" }));
+    await w.limiter.setOverride("k", { quotas: { m: 2 } });
+    await w.limiter.limit("k");
+    await w.limiter.limit("k");
+    expect(await w.limiter.limit("k")).toMatchObject({ reason: "limit", limit: 2, override: { quotas: { m: 2 } } });
+    w.advance(1_000);
+    const cached = await w.limiter.limit("k");
+    expect(cached).toMatchObject({ reason: "cached-deny", limit: 2, retryAfterMs: 17_000, override: { quotas: { m: 2 } } });
+    expect(seen(cached)).toEqual({ ...seen(await w.direct.limit("k")), reason: "cached-deny" });
+    expect(headersOf(cached, w.limiter)).toMatchObject({ "ratelimit-policy": '"m";q=2;w=60', ratelimit: '"m";r=0;t=17', "retry-after": "17" });
   });
 
   it("peek always asks the store and never fills the cache", async () => {

@@ -12,22 +12,26 @@
  *   key), never `cost-exceeds-limit` (`retryAfterMs: Infinity`: it depends on the cost, not on
  *   the key's state, and is rare enough to ask the store each time), and never a synchronous
  *   store's answer (`MemoryStore` is already local: a cached answer would save nothing).
- * - **Which requests it answers:** the same key with a cost **at least** the denied cost. A larger
- *   cost is denied by the same state (every algorithm is monotonic in the cost), and until R has
- *   passed the state can only stay the same or get fuller (other requests consume; nothing refills
- *   faster than the store computed). A smaller cost may pass sooner, so it goes to the store (and a
- *   denial of it replaces the entry). For a larger cost the `retryAfterMs` shown is a lower bound —
- *   so a limiter with a penalty box answers **only the same cost** from the cache: a client that
- *   retries at a lower bound would be denied again and counted as a repeat offender.
- * - **For how long:** R from the moment the store call was *sent* (the store decided no earlier,
- *   so its `now + R` is no earlier either), by the local monotonic clock (`performance.now()`,
- *   else `Date.now()`), minus {@link denyCacheMarginMs}: 5 ms plus 1 ms per second of R (1000 ppm,
- *   twice the most NTP slews a clock, so two machines' clocks running apart cannot make a cached
- *   denial outlast the store's). A denial shorter than its margin is not cached.
- * - **What it answers:** the store's denial, moved on by the time elapsed since it *arrived*:
- *   `now` later by that much, each denying policy's `retryAfterMs` shorter by that much (at least
- *   1), `resetAt` and every other absolute time unchanged, `remaining` as the store reported — so
- *   the headers (`RateLimit`, `Retry-After`, …) read exactly as the store's own denial would.
+ * - **Which requests it answers:** the same key with the **same cost**. Another cost would get
+ *   another answer from the store (a larger one a longer wait, perhaps another binding policy and
+ *   policies denying that allowed this one; a smaller one may pass), so it goes to the store, and
+ *   a denial of it replaces the entry.
+ * - **For how long:** while the store's own answer would read the same, moved on: until R, and
+ *   until the first moment any policy's quota grows (its `refillAt`: a bucket's next token, the
+ *   end of a window, a slot that may free), after which that policy's `remaining` and `t` would
+ *   read otherwise; a policy whose quota is whole changes nothing. Counted from the moment the
+ *   store call was *sent* (the store decided no earlier, so its `now + R` is no earlier either),
+ *   by the local monotonic clock (`performance.now()`, else `Date.now()`), minus
+ *   {@link denyCacheMarginMs}: 5 ms plus 1 ms per second of that time (1000 ppm, twice the most
+ *   NTP slews a clock, so two machines' clocks running apart cannot make a cached denial outlast
+ *   the store's). A denial shorter than its margin is not cached.
+ * - **What it answers:** every field of the store's denial, moved on by the time elapsed since it
+ *   *arrived*: `now` later by that much, each denying policy's `retryAfterMs` shorter by that much
+ *   (at least 1), `resetAt`, `refillAt`, `blockedUntil` and every other absolute time unchanged,
+ *   `remaining`, `blocked` and `override` (the key's override that applied) as the store reported,
+ *   `dryRun` as the limiter marks every decision — so the decision, and the headers (`RateLimit`,
+ *   `RateLimit-Policy`, `Retry-After`, …), read exactly as the store's own denial would then, but
+ *   for `reason: "cached-deny"`.
  * - **Bounded:** at most `maxKeys` entries, least recently used evicted first; expired entries are
  *   dropped when looked up. No timers.
  * - **At most `maxAgeMs`** (default 60 s) whatever R: a long denial (a penalty box of an hour, a
@@ -37,13 +41,14 @@
  *   `clearOverride`, `block` and `unblock` of the key.
  *
  * Staleness is the price: a `reset`, refund, `unblock` or raised quota made by *another* process
- * (or another limiter instance) is seen when the entry expires: within the denial's own
- * `retryAfterMs` and at most `maxAgeMs`. Turn the cache off (`denyCache: false`) where that matters
- * more than the saved round trips.
+ * (or another limiter instance), and an override that ends (its `ttl`) while a denial is cached,
+ * are seen when the entry expires: within the denial's own `retryAfterMs` and at most `maxAgeMs`.
+ * Turn the cache off (`denyCache: false`) where that matters more than the saved round trips.
  *
  * @module
  */
 import { SluiceConfigError, describe } from "./errors.js";
+import type { Override } from "./overrides.js";
 import type { Decision, DecisionReason, PolicyResult, StoreResult } from "./types.js";
 
 /** Options of the deny cache: the `denyCache` option of `RateLimiter` (and of a tiered guard). */
@@ -110,7 +115,7 @@ export function denyCacheMarginMs(retryAfterMs: number): number {
 }
 
 interface Entry {
-  /** The denied cost: the entry answers this cost and larger ones. */
+  /** The denied cost: the entry answers this cost only. */
   cost: number;
   /** Local ms after which the entry is no longer used. */
   expiresAt: number;
@@ -119,6 +124,8 @@ interface Entry {
   /** The store's denial: its clock and its per-policy results (a copy: the caller owns the decision). */
   now: number;
   policies: readonly PolicyResult[];
+  /** The key's override that applied to the denial, if any: the answer carries it as the store's did. */
+  override: Override | undefined;
 }
 
 /** The local monotonic clock: `performance.now()` where the runtime has one, else `Date.now()`. */
@@ -160,6 +167,36 @@ export function resolveDenyCache(option: unknown, onByDefault: boolean): Require
   return { maxKeys, maxAgeMs, clock: clock ?? monotonicClock() };
 }
 
+/**
+ * How long after the store's `now` its denial still reads exactly as the store would answer it,
+ * moved on (ms): until the denial's `retryAfterMs`, and until the first moment any policy's quota
+ * grows (its `refillAt`), after which that policy's `remaining` and `t` would read otherwise. A
+ * policy whose quota is already whole (`refillAt` at `now`) changes nothing.
+ */
+function unchangedForMs(decision: Pick<Decision, "now" | "retryAfterMs" | "policies">): number {
+  let ms = decision.retryAfterMs;
+  const policies = decision.policies;
+  for (let i = 0; i < policies.length; i++) {
+    const wait = (policies[i] as PolicyResult).refillAt - decision.now;
+    if (wait > 0 && wait < ms) ms = wait;
+  }
+  return ms;
+}
+
+/**
+ * A policy's result of a denial the store gave at `then`, as the store would give it at `now`
+ * (while nothing changed the key's state): a denying policy's wait shorter by the time elapsed (at
+ * least 1 ms), and a time that was `then` itself (a quota already whole: it is back, and grows
+ * no more, "now") at `now`; every other absolute time as it was.
+ */
+function movedOn(p: PolicyResult, then: number, now: number): PolicyResult {
+  const moved = { ...p };
+  if (!p.allowed) moved.retryAfterMs = Math.max(1, p.retryAfterMs - (now - then));
+  if (p.resetAt <= then) moved.resetAt = now;
+  if (p.refillAt <= then) moved.refillAt = now;
+  return moved;
+}
+
 /** A bounded LRU of denials, keyed by the rate-limit key. One per limiter. */
 export class DenyCache {
   readonly maxKeys: number;
@@ -168,19 +205,12 @@ export class DenyCache {
   /** Insertion order is recency order: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   readonly #toDecision: (result: StoreResult, reason: DecisionReason) => Decision;
-  /** Whether only the denied cost itself is answered (a limiter with a penalty box), not larger ones. */
-  readonly #exactCost: boolean;
 
-  /**
-   * @param exactCost - answer only the cost that was denied (a limiter with a penalty box: its
-   *   `retryAfterMs` must be exact, see the module notes), not larger ones too.
-   */
-  constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision, exactCost = false) {
+  constructor(options: Required<DenyCacheOptions>, toDecision: (result: StoreResult, reason: DecisionReason) => Decision) {
     this.maxKeys = options.maxKeys;
     this.maxAgeMs = options.maxAgeMs;
     this.now = options.clock;
     this.#toDecision = toDecision;
-    this.#exactCost = exactCost;
   }
 
   /** How many keys are remembered (expired entries included until they are looked up). */
@@ -190,7 +220,7 @@ export class DenyCache {
 
   /**
    * The cached denial for `key` at `cost`, moved on to now; `undefined` if there is none (no entry,
-   * expired, or a smaller cost than the one denied).
+   * expired, or another cost than the one denied).
    */
   answer(key: string, cost: number): Decision | undefined {
     const entry = this.#entries.get(key);
@@ -200,15 +230,14 @@ export class DenyCache {
       this.#entries.delete(key);
       return undefined;
     }
-    if (cost < entry.cost || (cost !== entry.cost && this.#exactCost)) return undefined;
+    if (cost !== entry.cost) return undefined;
     // most recently used: last in the map
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     const elapsed = Math.max(0, Math.floor(now - entry.receivedAt));
-    const policies: PolicyResult[] = entry.policies.map((p) =>
-      p.allowed ? { ...p } : { ...p, retryAfterMs: Math.max(1, p.retryAfterMs - elapsed) },
-    );
-    return this.#toDecision({ now: entry.now + elapsed, policies }, "cached-deny");
+    const storeNow = entry.now + elapsed;
+    const policies = entry.policies.map((p) => movedOn(p, entry.now, storeNow));
+    return this.#toDecision({ now: storeNow, policies, override: entry.override }, "cached-deny");
   }
 
   /**
@@ -216,16 +245,21 @@ export class DenyCache {
    * `sentAt` is the local time just before the store call, `receivedAt` when its answer came.
    */
   remember(key: string, cost: number, decision: Decision, sentAt: number, receivedAt: number): void {
-    if (decision.allowed || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
-    const retryAfterMs = decision.retryAfterMs;
-    if (!Number.isFinite(retryAfterMs)) return;
-    const expiresAt = Math.min(sentAt + retryAfterMs - denyCacheMarginMs(retryAfterMs), sentAt + this.maxAgeMs);
-    if (expiresAt <= receivedAt) return; // already over, or nearly
     const entries = this.#entries;
+    const cacheable = !decision.allowed && (decision.reason === "limit" || decision.reason === "blocked") && Number.isFinite(decision.retryAfterMs);
+    const exactMs = cacheable ? unchangedForMs(decision) : 0;
+    const expiresAt = Math.min(sentAt + exactMs - denyCacheMarginMs(exactMs), sentAt + this.maxAgeMs);
+    if (!cacheable || expiresAt <= receivedAt) {
+      // not kept (or already over, nearly): an entry of another cost goes too, since this answer
+      // may have changed the key's state (a penalty box it started)
+      entries.delete(key);
+      return;
+    }
     if (!entries.delete(key) && entries.size >= this.maxKeys) {
       entries.delete(entries.keys().next().value as string);
     }
-    entries.set(key, { cost, expiresAt, receivedAt, now: decision.now, policies: decision.policies.map((p) => ({ ...p })) });
+    const policies = decision.policies.map((p) => ({ ...p }));
+    entries.set(key, { cost, expiresAt, receivedAt, now: decision.now, policies, override: decision.override });
   }
 
   /** Forgets `key`'s denial (after a reset or a refund). */

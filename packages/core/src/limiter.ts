@@ -62,11 +62,12 @@ export interface RateLimiterOptions {
   onStoreFailure?: (error: unknown) => void;
   /**
    * The deny cache: once the store denies a key for `retryAfterMs` R (a limit, or a penalty box
-   * that blocks it), later calls for that key with a cost at least as large (with a penalty box
-   * configured: the same cost) are answered here for R (by the local monotonic clock, less a
-   * skew margin of 5 ms + 1 ms per second of R) with `reason: "cached-deny"` and no store round
-   * trip. Only asynchronous answers are cached, so it is on by default for every store but
-   * `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
+   * that blocks it), later calls for that key with the same cost are answered here, with every
+   * field of the store's denial moved on by the time elapsed (its `override` and penalty box
+   * included, so the headers read as the store's own) and `reason: "cached-deny"`, with no store
+   * round trip: for R, or less when a policy's quota grows sooner (by the local monotonic clock,
+   * less a skew margin of 5 ms + 1 ms per second). Only asynchronous answers are cached, so it is
+   * on by default for every store but `MemoryStore` (already local: nothing to save). Never cached: denials from the fallback store,
    * store errors, timeouts, and `cost-exceeds-limit`. `reset(key)` forgets the key's denial.
    * `true` turns it on with the defaults, `false` off; `{ maxKeys }` bounds it (least recently
    * used forgotten first). A reset made by another process is not seen until the entry expires.
@@ -319,9 +320,7 @@ export class RateLimiter {
     this.mode = mode;
     // on by default for stores that answer over the network; MemoryStore answers in place
     const denyCache = resolveDenyCache(options.denyCache, !(store instanceof MemoryStore));
-    // with a penalty box, a cached denial's retryAfterMs must be exact: only the denied cost is answered
-    const exactCost = this.policies.some((p) => p.block !== undefined);
-    this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision, exactCost);
+    this.#denials = denyCache === undefined ? undefined : new DenyCache(denyCache, toDecision);
     this.#namespace = Object.freeze({ prefix, tier: this.tier, policies: this.policies });
     this.#owner = namespaceToken(store, this.#namespace);
     this.#bound = store.bind(this.#namespace);
@@ -475,8 +474,11 @@ export class RateLimiter {
       // a concurrency cap's retryAfterMs is a hint (a slot may free at any moment, in any process):
       // a denial it binds is not cached, or this process would refuse a key whose slots are free
       if (!this.#concurrent || !this.#concurrencyNames.has(decision.policy)) denials.remember(key, cost, decision, sentAt, denials.now());
+      else if (denials.size !== 0) denials.forget(key);
     } else if (decision.allowed && !isUnlimited(decision.override)) {
-      // under an unlimited override nothing was counted: nothing to refund, no slot to release
+      // under an unlimited override nothing was counted: nothing to refund, no slot to release.
+      // Otherwise the key's state changed: a cached denial (of another cost) no longer reads as the store would
+      if (remote && denials !== undefined && denials.size !== 0) denials.forget(key);
       StoreDecision.charge(decision, cost, marks);
       if (lease !== 0) decision.lease = String(lease);
     }

@@ -112,11 +112,12 @@ export function overrideText(override: unknown, policies: readonly Policy[], opt
   if (keys.length !== 1) {
     throw new SluiceInputError(`${option} must have exactly one of scale, quotas and unlimited; got ${keys.length === 0 ? "none" : keys.join(", ")}`, { option });
   }
-  if ("unlimited" in o) {
+  // own fields only: an object whose prototype says `unlimited` is not an unlimited override
+  if (Object.hasOwn(o, "unlimited")) {
     if (o.unlimited !== true) throw new SluiceInputError(`${option}.unlimited must be true; got ${describe(o.unlimited)}`, { option: `${option}.unlimited` });
     return "u";
   }
-  if ("scale" in o) {
+  if (Object.hasOwn(o, "scale")) {
     const scale = o.scale;
     if (typeof scale !== "number" || !Number.isFinite(scale) || scale <= 0) {
       throw new SluiceInputError(`${option}.scale must be a positive finite number; got ${describe(scale)}`, { option: `${option}.scale` });
@@ -189,15 +190,17 @@ export function assertStoreCommand(command: StoreCommand, tag?: string): StoreCo
 
 /** The body of an override already checked (one a store reported): no validation. */
 export function overrideBody(override: Override): string {
-  if ("unlimited" in override) return "u";
-  if ("scale" in override) return `s,${String(override.scale)}`;
-  const names = Object.keys(override.quotas).sort();
-  return `q,${names.map((n) => `${n}=${override.quotas[n]}`).join(",")}`;
+  if (Object.hasOwn(override, "unlimited")) return "u";
+  if (Object.hasOwn(override, "scale")) return `s,${String((override as { scale: number }).scale)}`;
+  const quotas = (override as { quotas: Readonly<Record<string, number>> }).quotas;
+  // the names come from Object.keys: each is an own property, read as data whatever it is called
+  const names = Object.keys(quotas).sort();
+  return `q,${names.map((n) => `${n}=${quotas[n]}`).join(",")}`;
 }
 
 /** Whether `override` lets everything through uncounted. */
 export function isUnlimited(override: Override | undefined): boolean {
-  return override !== undefined && "unlimited" in override;
+  return override !== undefined && Object.hasOwn(override, "unlimited");
 }
 
 function assertQuota(policy: Policy, quota: number, option: string, got: string): void {
@@ -250,7 +253,9 @@ function parse(body: string): Override | undefined {
       const eq = part.lastIndexOf("=");
       const quota = Number(part.slice(eq + 1));
       if (eq <= 0 || !Number.isSafeInteger(quota) || quota < 1) return undefined;
-      quotas[part.slice(0, eq)] = quota;
+      // a name is data: defined as an own property, so that `__proto__` is a quota like any other
+      // (an assignment would set the object's prototype and lose it)
+      Object.defineProperty(quotas, part.slice(0, eq), { value: quota, enumerable: true, writable: true, configurable: true });
     }
     return Object.freeze({ quotas: Object.freeze(quotas) });
   }
@@ -300,14 +305,15 @@ export function effectivePolicies(policies: readonly Policy[], body: string): re
 }
 
 function withEffectiveQuota(policy: Policy, override: Override | undefined): Policy {
-  if (override === undefined || "unlimited" in override) return policy;
+  if (override === undefined || Object.hasOwn(override, "unlimited")) return policy;
   const base = quotaOf(policy);
   let quota: number;
-  if ("scale" in override) quota = Math.floor(base * override.scale);
+  if (Object.hasOwn(override, "scale")) quota = Math.floor(base * (override as { scale: number }).scale);
   else {
-    const q = override.quotas[policy.name];
-    if (q === undefined) return policy;
-    quota = q;
+    // only an entry of its own names a policy: `toString` must not find Object.prototype's
+    const quotas = (override as { quotas: Readonly<Record<string, number>> }).quotas;
+    if (!Object.hasOwn(quotas, policy.name)) return policy;
+    quota = quotas[policy.name] as number;
   }
   const max = maxQuota(policy);
   quota = quota < 1 ? 1 : quota > max ? max : quota;

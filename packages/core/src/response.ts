@@ -59,13 +59,19 @@ export function limitedResponse(decision: Decision, headers: ConstructorParamete
     // response (@hono/node-server's) writes as it is, where a Headers object is validated, sorted
     // and copied again (the deny path of the HTTP benchmark)
     const record: Record<string, string> = {};
+    let plain = true;
     for (let i = 0; i < headers.length; i++) {
       const pair = headers[i] as readonly [string, string];
       const name = pair[0].toLowerCase();
-      if (name !== "content-type") record[name] = pair[1];
+      // a header named `__proto__` cannot travel in a record (an assignment sets the prototype,
+      // and Fetch implementations copy records by assignment): such a list goes as a Headers
+      if (name === "__proto__") plain = false;
+      else if (name !== "content-type") record[name] = pair[1];
     }
-    record["content-type"] = "application/problem+json";
-    return new Response(body, { status: 429, headers: record });
+    if (plain) {
+      record["content-type"] = "application/problem+json";
+      return new Response(body, { status: 429, headers: record });
+    }
   }
   const responseHeaders = new Headers(headers);
   responseHeaders.set("Content-Type", "application/problem+json");

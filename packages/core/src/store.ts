@@ -357,6 +357,15 @@ export function decideState(
   return withOverride(decided, controls);
 }
 
+/**
+ * Carries a field of a stored record over into the state to write, as an own data property: the
+ * record came from storage, and its field names are data whatever they read (assigning a field
+ * named `__proto__` would set the object's prototype instead, and drop the field).
+ */
+function carry(next: StoredState, field: string, value: number[] | string): void {
+  Object.defineProperty(next, field, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** The state to store after the engine changed `num`/`obj`: this namespace's fields, the other limiters' live ones carried over. */
 function written(plan: Plan, state: StoredState | undefined, num: Float64Array, obj: unknown[], nowUs: number): { state: StoredState; expiresAtUs: number } {
   const { layout, fields } = plan;
@@ -366,13 +375,13 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
     for (const [field, value] of Object.entries(state)) {
       if (isField(value)) {
         if ((value[0] as number) > nowUs) {
-          next[field] = value;
+          carry(next, field, value);
           if ((value[0] as number) > latest) latest = value[0] as number;
         }
       } else if (field === OVERRIDE_FIELD) {
         const live = liveOverride(value, nowUs);
         if (live !== undefined) {
-          next[field] = value;
+          carry(next, field, value);
           if (live.expiresAtUs > latest) latest = live.expiresAtUs;
         }
       }
@@ -586,7 +595,7 @@ export function controlState(policies: readonly Policy[], state: StoredState | u
   const next: StoredState = {};
   if (state !== undefined && state !== null && typeof state === "object") {
     for (const [field, value] of Object.entries(state)) {
-      if (isField(value) ? (value[0] as number) > nowUs : field === OVERRIDE_FIELD && liveOverride(value, nowUs) !== undefined) next[field] = value;
+      if (isField(value) ? (value[0] as number) > nowUs : field === OVERRIDE_FIELD && liveOverride(value, nowUs) !== undefined) carry(next, field, value);
     }
   }
   let override = live?.body;

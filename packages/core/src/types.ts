@@ -74,8 +74,9 @@ export interface Decision {
   /**
    * `"ok"`; `"limit"` (denied by the store); `"cost-exceeds-limit"` (a cost that can never pass:
    * `retryAfterMs: Infinity`); `"cached-deny"` (denied by the limiter's deny cache, without asking
-   * the store: a denial the store gave this key within the last `retryAfterMs`, its times moved on
-   * by the time elapsed, so `now`, `retryAfterMs` and the headers read as the store's own would);
+   * the store: a denial the store gave this key and cost within the last `retryAfterMs`, every
+   * field of it — `override`, `policies` with `blocked` and `blockedUntil` — carried and its times
+   * moved on by the time elapsed, so the decision and the headers read as the store's own would);
    * `"store-error"` or `"timeout"` (the store failed: the decision came from `onStoreError`).
    */
   reason: DecisionReason;

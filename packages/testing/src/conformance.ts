@@ -36,6 +36,8 @@ import { type InvariantHooks, testHostileSequences, testInvariants, testOverride
 import { testReserveCall, testReservedDecisions } from "./reservations.js";
 import { testReservationInvariants } from "./reservations-fuzz.js";
 import { testOverrides } from "./overrides.js";
+import { testNames } from "./names.js";
+import { testCachedDenials } from "./cached-denials.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, type ReferenceCharge, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, isOverrideRead, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
@@ -1114,6 +1116,16 @@ export function testStore(options: TestStoreOptions): void {
       testReserveCall(invariantHooks);
       testReservedDecisions(invariantHooks);
       testReservationInvariants(invariantHooks);
+    });
+
+    // names that Object.prototype answers for, as policy, quota key, key, prefix and tier: ordinary data
+    describe("names as data", () => {
+      testNames(invariantHooks);
+    });
+
+    // the deny cache's answers, which no store call makes: every field of the store's own denial, moved on
+    describe("decisions made without the store", () => {
+      testCachedDenials(invariantHooks);
     });
 
     // the key schema (prefix and tier collisions, escapes, lone surrogates, long keys), on this store

@@ -42,10 +42,11 @@ export interface PlainDecision {
  * `String(scale)`), `u`, or `q,<name>=<quota>,…` with the names in JavaScript's string order.
  */
 export function overrideBody(override: Override): string {
-  if ("unlimited" in override) return "u";
-  if ("scale" in override) return `s,${String(override.scale)}`;
-  const names = Object.keys(override.quotas).sort();
-  return `q,${names.map((n) => `${n}=${override.quotas[n]}`).join(",")}`;
+  if (Object.hasOwn(override, "unlimited")) return "u";
+  if (Object.hasOwn(override, "scale")) return `s,${String((override as { scale: number }).scale)}`;
+  const quotas = (override as { quotas: Readonly<Record<string, number>> }).quotas;
+  const names = Object.keys(quotas).sort();
+  return `q,${names.map((n) => `${n}=${quotas[n]}`).join(",")}`;
 }
 
 /**
@@ -55,13 +56,14 @@ export function overrideBody(override: Override): string {
  */
 export function effectiveQuota(policy: Policy, override: Override | undefined): number {
   const Q = quotaOf(policy);
-  if (override === undefined || "unlimited" in override) return Q;
+  if (override === undefined || Object.hasOwn(override, "unlimited")) return Q;
   let quota: number;
-  if ("scale" in override) quota = Math.floor(Q * override.scale);
+  if (Object.hasOwn(override, "scale")) quota = Math.floor(Q * (override as { scale: number }).scale);
   else {
-    const listed = override.quotas[policy.name];
-    if (listed === undefined) return Q;
-    quota = listed;
+    // a policy is named only by an entry of its own (a policy called `toString` is not Object.prototype's)
+    const quotas = (override as { quotas: Readonly<Record<string, number>> }).quotas;
+    if (!Object.hasOwn(quotas, policy.name)) return Q;
+    quota = quotas[policy.name] as number;
   }
   return Math.min(maxQuota(policy), Math.max(1, quota));
 }
@@ -175,7 +177,7 @@ export class ReferenceLimiter {
     const have = this.#quotas.get(key) ?? this.policies.map(quotaOf);
     if (want.every((q, i) => q === have[i])) return;
     const models = this.#of(key);
-    const effective = override === undefined || "unlimited" in override ? this.policies : effectivePolicies(this.policies, overrideBody(override));
+    const effective = override === undefined || Object.hasOwn(override, "unlimited") ? this.policies : effectivePolicies(this.policies, overrideBody(override));
     want.forEach((quota, i) => {
       if (quota === have[i]) return;
       const policy = quota === quotaOf(this.policies[i]!) ? this.policies[i]! : effective[i]!;
@@ -190,7 +192,7 @@ export class ReferenceLimiter {
   /** Whether an unlimited override applies to `key` at `nowMs` (a manual block still wins). */
   #unlimited(key: string, nowMs: number): boolean {
     const o = this.overrideAt(key, nowMs);
-    return o !== undefined && "unlimited" in o;
+    return o !== undefined && Object.hasOwn(o, "unlimited");
   }
 
   /**
