@@ -33,6 +33,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { holdsLeases } from "./algorithms/index.js";
 import { type InvariantHooks, testHostileSequences, testInvariants, testOverrideInvariants } from "./invariants.js";
+import { testMixedSequences } from "./mixed-sequences.js";
 import { testReserveCall, testReservedDecisions } from "./reservations.js";
 import { testReservationInvariants } from "./reservations-fuzz.js";
 import { testOverrides } from "./overrides.js";
@@ -1103,6 +1104,7 @@ export function testStore(options: TestStoreOptions): void {
     });
     describe("hostile sequences", () => {
       testHostileSequences(invariantHooks);
+      testMixedSequences(invariantHooks);
     });
 
     // per-key overrides and manual blocks: exact sequences, bad input, round trips, and the invariants with them

@@ -110,7 +110,9 @@ export function testReservationInvariants(hooks: InvariantHooks): void {
   });
 
   it("seldom under: 4 instances offered 120% of a fixed window's limit admit at least 98% of it, every window", async () => {
-    await offered(h, fixedWindow({ limit: 2400, window: "1s", name: "per-second" }), 4, 1.2, 3, 0.98);
+    // a window of a minute: a store's TTLs run on real time, and a slow store must not see the
+    // key expire (and forget its count) while the test's clock is still inside the window
+    await offered(h, fixedWindow({ limit: 600, window: "1m", name: "per-minute" }), 4, 1.2, 3, 0.98);
   });
 }
 
