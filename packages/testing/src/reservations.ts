@@ -325,6 +325,23 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
     expect((await other.limit("k", { cost: 1000 })).allowed).toBe(true);
   });
 
+  it("an instance that dies holding a bucket's units costs the key at most those units, for their refill time plus the hold", async () => {
+    const store = reservable(hooks.store());
+    const prefix = hooks.prefix();
+    // 1,000 tokens, one per ms: a hold is at most 250 ms
+    const policy = tokenBucket({ capacity: 1000, refillRate: 1000, name: "tb" });
+    const dying = reservingLimiter(h, store, policy, prefix);
+    await steady(h, dying, "k", 0, 20, 1);
+    const observer = new RateLimiter({ store, limits: policy, prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs });
+    h.at(20);
+    const left = (await observer.peek("k")).remaining;
+    // what the store holds back: the dead instance's unused units and the part of its hold not yet over
+    expect(left).toBeLessThan(1000);
+    // at the latest after every unit's refill plus the hold (250 ms), the bucket is full again
+    h.at(20 + 1000 + 250);
+    expect((await observer.peek("k")).remaining).toBe(1000);
+  });
+
   it("while the store is down, an instance serves from the units it holds until they expire; then onStoreError decides", async () => {
     const store = counted();
     const l = reservingLimiter(h, store, perHour(100_000), hooks.prefix(), { maxAgeMs: 400 }, { onStoreError: "deny", onStoreFailure: () => {} });
