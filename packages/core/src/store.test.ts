@@ -1,9 +1,9 @@
+import { policyFromSpec, policySpecArbitrary } from "@sluice/testing/vectors";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
-import { policyFromSpec, policySpecArbitrary } from "../../testing/src/vectors.js";
 import { type StoredState, allowedFromState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey, toDecision } from "./store.js";
 import type { StoreResult } from "./types.js";
 
