@@ -254,6 +254,7 @@ interface DecideContext {
   readonly write: readonly string[];
 }
 
+/** The {@link DecideContext} of `policies`: each policy's Lua, built once, and the text the parts share. */
 function decideContext(policies: readonly Policy[]): DecideContext {
   const names = policies.map((policy, k) => prefixOf(policy, k + 1));
   const parts = policies.map((policy, k) => luaOf(policy).part(policy, names[k]!, k + 1));
