@@ -7,7 +7,7 @@ export default defineProject({
     name: "redis",
     include: ["src/**/*.test.ts"],
     // one private redis-server (and an Upstash bridge in front of it) for the project
-    globalSetup: ["../testing/src/redis-global-setup.ts"],
+    globalSetup: ["@sluice/testing/redis-global-setup"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -4,8 +4,8 @@
  * means changing this file.
  */
 import { fileURLToPath } from "node:url";
+import { entryExports } from "@sluice/testing/entries";
 import { describe, expect, it } from "vitest";
-import { entryExports } from "../../testing/src/entries.js";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
 const [root] = entryExports([`${dir}index.ts`], `${dir}../tsconfig.json`);

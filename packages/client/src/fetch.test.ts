@@ -5,9 +5,9 @@
  * `fetch` function with a fixed-window counter on a fake clock) whose every decision is checked.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+// core's classes: the client has no dependency on core, yet its errors answer to them
+import { SluiceConfigError, SluiceError } from "@sluice/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// core's classes, from source: the client has no dependency on core, yet its errors answer to them
-import { SluiceConfigError, SluiceError } from "../../core/src/errors.js";
 import { type FetchLike, type RateLimitedFetchOptions, type WaitInfo, rateLimitedFetch } from "./index.js";
 import { type Running, fakeClock, listen } from "./test/servers.js";
 

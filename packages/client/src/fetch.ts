@@ -149,8 +149,8 @@ const ERROR_CLASSES = Symbol.for("@sluice/core:error-classes");
 
 /**
  * A bad option of {@link rateLimitedFetch}: `code` `"SLUICE_CONFIG"` and `option` naming it, like
- * every Sluice configuration error, and `instanceof SluiceConfigError` from `@sluice/core`. Still a
- * `TypeError`, as it was before it had a code.
+ * every Sluice configuration error, and `instanceof SluiceConfigError` from `@sluice/core`. Also a
+ * `TypeError`, the class JavaScript gives a bad argument.
  */
 class ClientConfigError extends TypeError {
   override name = "SluiceConfigError";
@@ -249,6 +249,275 @@ function originOf(url: string): string | undefined {
 }
 
 /**
+ * The options of one {@link rateLimitedFetch}, checked, with their defaults. The functions a user
+ * gave are called as plain functions (no `this`), as a browser's `fetch` requires.
+ */
+interface Settings {
+  readonly fetch: FetchLike;
+  readonly now: () => number;
+  /** Waits `ms`, rejecting with the signal's reason as soon as it aborts. */
+  readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  readonly onWait: (info: WaitInfo) => void;
+  readonly maxRetries: number;
+  readonly maxTotalWaitMs: number;
+  readonly maxWaitMs: number;
+  readonly retryStatuses: ReadonlySet<number>;
+  readonly pace: boolean;
+}
+
+/** Checks `options`, throwing a {@link ClientConfigError} that names the first bad one, and fills in the defaults. */
+function settingsOf(options: RateLimitedFetchOptions): Settings {
+  if (typeof options !== "object" || options === null) throw optionError("options", "an object", options);
+  const { maxRetries = 3, maxTotalWaitMs = 60_000, maxWaitMs = 60_000, retryOn = [429, 503], pace = true, onWait } = options;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) throw optionError("maxRetries", "a non-negative integer", maxRetries);
+  if (typeof maxWaitMs !== "number" || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
+    throw optionError("maxWaitMs", "a non-negative integer of milliseconds", maxWaitMs);
+  }
+  if (typeof maxTotalWaitMs !== "number" || Number.isNaN(maxTotalWaitMs) || maxTotalWaitMs < 0) {
+    throw optionError("maxTotalWaitMs", "a non-negative number of milliseconds (Infinity allowed)", maxTotalWaitMs);
+  }
+  if (!Array.isArray(retryOn) || !retryOn.every((s) => Number.isInteger(s) && s >= 100 && s <= 599)) {
+    throw optionError("retryOn", "an array of HTTP status codes", retryOn);
+  }
+  for (const name of ["fetch", "onWait", "now", "sleep"] as const) {
+    if (options[name] !== undefined && typeof options[name] !== "function") throw optionError(name, "a function", options[name]);
+  }
+  if (typeof pace !== "boolean") throw optionError("pace", "a boolean", pace);
+
+  const userFetch = options.fetch;
+  const clock = options.now ?? Date.now;
+  const userSleep = options.sleep;
+  return {
+    fetch: userFetch === undefined ? (input, init) => globalThis.fetch(input, init) : (input, init) => userFetch(input, init),
+    now: () => clock(),
+    sleep: (ms, signal) => (userSleep === undefined ? timerSleep(ms, signal) : abortable(userSleep(ms, signal), signal)),
+    onWait: (info) => onWait?.(info),
+    maxRetries,
+    maxTotalWaitMs,
+    maxWaitMs,
+    retryStatuses: new Set(retryOn),
+    pace,
+  };
+}
+
+/**
+ * Forgets the least recently updated budgets of an origin beyond {@link MAX_BUDGETS_PER_ORIGIN}
+ * (never the first request's probe or a `Retry-After` hold, nor one this answer just set).
+ */
+function forgetOldest(state: Origin, ticket: Ticket): void {
+  for (const [key, budget] of state.budgets) {
+    if (state.budgets.size <= MAX_BUDGETS_PER_ORIGIN) return;
+    if (key === FIRST || key === RETRY_AFTER || budget.owner === ticket) continue;
+    state.budgets.delete(key);
+  }
+}
+
+/** Resolves at the next change of the origin's budgets; rejects when the signal aborts. */
+function changed(state: Origin, signal: AbortSignal | undefined): Promise<void> {
+  let listener: () => void = () => {};
+  const promise = new Promise<void>((resolve) => {
+    listener = resolve;
+    state.listeners.add(listener);
+  });
+  return abortable(promise, signal).finally(() => state.listeners.delete(listener));
+}
+
+function notify(state: Origin): void {
+  const listeners = [...state.listeners];
+  state.listeners.clear();
+  for (const listener of listeners) listener();
+}
+
+/** Takes one request out of every budget of the origin; a probe's first request owns it. */
+function reserve(state: Origin): Ticket {
+  const ticket: Ticket = { origin: state };
+  for (const budget of state.budgets.values()) {
+    budget.left -= 1;
+    if (budget.probe && budget.owner === undefined) budget.owner = ticket;
+  }
+  state.inFlight += 1;
+  return ticket;
+}
+
+/** The budgets of every origin one {@link rateLimitedFetch} has called, from the answers it read. */
+class Pacer {
+  private readonly settings: Settings;
+  private readonly origins = new Map<string, Origin>();
+
+  constructor(settings: Settings) {
+    this.settings = settings;
+  }
+
+  /** The origin's state (a new one holds the first request's probe); the least recently used idle ones go first. */
+  origin(key: string): Origin {
+    const origins = this.origins;
+    let state = origins.get(key);
+    if (state !== undefined) {
+      origins.delete(key); // most recently used last
+    } else {
+      if (origins.size >= MAX_ORIGINS) {
+        for (const [k, s] of origins) {
+          if (s.inFlight === 0 && s.listeners.size === 0) origins.delete(k);
+          if (origins.size < MAX_ORIGINS) break;
+        }
+      }
+      state = { budgets: new Map([[FIRST, { left: 1, until: 0, probe: true }]]), inFlight: 0, listeners: new Set() };
+    }
+    origins.set(key, state);
+    return state;
+  }
+
+  /** Waits until the origin's budgets allow one more request, then takes it. */
+  async acquire(state: Origin, url: string, attempt: number, signal: AbortSignal | undefined, waited: { ms: number }): Promise<Ticket> {
+    const { now, maxTotalWaitMs, onWait, sleep } = this.settings;
+    for (;;) {
+      const t = now();
+      let waitMs = 0;
+      let waitForAnswer = false;
+      for (const [key, budget] of state.budgets) {
+        let b = budget;
+        if (!b.probe && t >= b.until) {
+          // The server's word has expired: one request (a probe) goes and its answer sets the
+          // next budget. Requests still in flight may land after the expiry too, so the probe
+          // waits for their answers: each of them brings a fresh budget.
+          b = { left: 1, until: 0, probe: true };
+          state.budgets.set(key, b);
+        }
+        const probe = b.probe;
+        if (b.left > 0 && !(probe && state.inFlight > 0)) continue;
+        if (probe) waitForAnswer = true;
+        else waitMs = Math.max(waitMs, b.until - t);
+      }
+      const left = maxTotalWaitMs - waited.ms;
+      if ((!waitForAnswer && waitMs === 0) || waitMs > left || left <= 0) return reserve(state);
+      if (waitForAnswer) {
+        const start = now();
+        await changed(state, signal);
+        waited.ms += Math.max(0, now() - start);
+      } else {
+        onWait({ url, waitMs, reason: "pacing", attempt });
+        await sleep(waitMs, signal);
+        waited.ms += waitMs;
+      }
+    }
+  }
+
+  /** Takes the answer (or the failure) of a request into its origin's budgets. */
+  release(ticket: Ticket, info: RateLimitInfo | undefined, retryable: boolean): void {
+    const { now, maxWaitMs } = this.settings;
+    const state = ticket.origin;
+    state.inFlight -= 1;
+    const t = now();
+    const updated = new Set<string>();
+    for (const policy of info?.policies ?? []) {
+      const seconds = policy.resetSeconds ?? policy.window;
+      if (policy.remaining === undefined || seconds === undefined) continue;
+      const key = policy.partitionKey === undefined ? policy.policy : `${policy.policy}\u0000${policy.partitionKey}`;
+      // requests still in flight may not be counted in `r` yet: count them against it
+      const left = policy.remaining - state.inFlight;
+      const until = t + Math.min(seconds * 1000, maxWaitMs);
+      const old = state.budgets.get(key);
+      updated.add(key);
+      // while an earlier word is in force, a looser one (more left) may be a reordered, older
+      // answer: keep the tighter. An answer that leaves as much as the budget does is news: its
+      // time wins (each answer counts the request it answers, so equal is the common case, and a
+      // word whose time was capped at maxWaitMs must give way to the next answer's own time)
+      if (old !== undefined && !old.probe && t < old.until && old.left < left) continue;
+      // most recently updated last: the least recently updated is forgotten first
+      state.budgets.delete(key);
+      state.budgets.set(key, { left, until, probe: false });
+    }
+    if (retryable && info?.retryAfterSeconds !== undefined) {
+      const until = t + Math.min(info.retryAfterSeconds * 1000, maxWaitMs);
+      const old = state.budgets.get(RETRY_AFTER);
+      if (old === undefined || old.probe || old.until < until) state.budgets.set(RETRY_AFTER, { left: 0, until, probe: false });
+      updated.add(RETRY_AFTER);
+    }
+    if (state.budgets.size > MAX_BUDGETS_PER_ORIGIN) forgetOldest(state, ticket);
+    for (const [key, budget] of state.budgets) {
+      if (budget.owner === ticket && !updated.has(key)) state.budgets.delete(key);
+    }
+    notify(state);
+  }
+}
+
+/** One call of the wrapped `fetch`, carried from attempt to attempt. */
+interface Call {
+  readonly input: string | URL | Request;
+  readonly init: RequestInit | undefined;
+  readonly url: string;
+  readonly signal: AbortSignal | undefined;
+  /** The origin's budgets; none when the call is not paced (`pace: false`, or a URL without an origin). */
+  readonly origin: Origin | undefined;
+  /** The `Request` to clone for each attempt that may be retried: one whose own body is sent (with `init.body` it is not). */
+  readonly cloned: Request | undefined;
+  /** Whether the body can be sent again: no body, or one that is not a stream. */
+  readonly replayable: boolean;
+  /** What the call has waited so far (pacing and `Retry-After`), ms. */
+  readonly waited: { ms: number };
+  /** 1 for the first request, 2 for the first retry, ... */
+  attempt: number;
+}
+
+/** The call's first state: what it sends, to which origin, and whether it may send it again. Throws if the signal has aborted. */
+function startCall(settings: Settings, pacer: Pacer, input: string | URL | Request, init: RequestInit | undefined): Call {
+  const request = isRequest(input) ? input : undefined;
+  const signal = init?.signal ?? request?.signal ?? undefined;
+  if (signal?.aborted) throw abortReason(signal);
+  const url = request !== undefined ? request.url : String(input);
+  const originKey = settings.pace ? originOf(url) : undefined;
+  const origin = originKey === undefined ? undefined : pacer.origin(originKey);
+  const hasInitBody = init?.body !== undefined && init.body !== null;
+  const replayable = hasInitBody ? isReplayableBody(init?.body) : true;
+  // a Request's own body is replayed from a clone; with init.body the Request's body is not used
+  const cloned = request !== undefined && !hasInitBody && request.body !== null ? request : undefined;
+  return { input, init, url, signal, origin, cloned, replayable, waited: { ms: 0 }, attempt: 1 };
+}
+
+/** Sends one attempt (under `ticket`, when paced); a failure gives the ticket back before it propagates. */
+async function send(settings: Settings, pacer: Pacer, call: Call, ticket: Ticket | undefined, mayRetry: boolean): Promise<Response> {
+  try {
+    return await settings.fetch(call.cloned !== undefined && mayRetry ? call.cloned.clone() : call.input, call.init);
+  } catch (error) {
+    if (ticket !== undefined) pacer.release(ticket, undefined, false);
+    throw error;
+  }
+}
+
+/**
+ * Reads an attempt's answer: its headers go into the origin's budgets, and a 429 or 503 (`retryOn`)
+ * that may be retried within the call's bounds gives the wait before the retry, ms. `undefined`:
+ * the response is the call's answer.
+ */
+function answered(settings: Settings, pacer: Pacer, call: Call, ticket: Ticket | undefined, response: Response, mayRetry: boolean): number | undefined {
+  const retryable = settings.retryStatuses.has(response.status);
+  const info = ticket !== undefined || retryable ? parseRateLimit(response.headers, { now: settings.now() }) : undefined;
+  if (ticket !== undefined) pacer.release(ticket, info, retryable);
+  if (!retryable || !mayRetry || info === undefined) return undefined;
+  const seconds = retryAfterSeconds(info);
+  if (seconds === undefined) return undefined;
+  const waitMs = seconds * 1000;
+  // a wait beyond maxWaitMs (a Retry-After of a thousand years) is not made: the answer is returned
+  if (waitMs > settings.maxWaitMs || call.waited.ms + waitMs > settings.maxTotalWaitMs) return undefined;
+  return waitMs;
+}
+
+/** How long a 429 or 503 asks to wait: its `Retry-After`, else the longest `t` of its exhausted policies (none: unknown). */
+function retryAfterSeconds(info: RateLimitInfo): number | undefined {
+  if (info.retryAfterSeconds !== undefined) return info.retryAfterSeconds;
+  const exhausted = info.policies.filter((p) => p.remaining === 0 && p.resetSeconds !== undefined);
+  return exhausted.length > 0 ? Math.max(...exhausted.map((p) => p.resetSeconds as number)) : undefined;
+}
+
+/** Drops the refused response's body and waits `waitMs` before the next attempt. */
+async function backOff(settings: Settings, call: Call, response: Response, waitMs: number): Promise<void> {
+  await response.body?.cancel().catch(() => {});
+  settings.onWait({ url: call.url, waitMs, reason: "retry-after", attempt: call.attempt + 1 });
+  await settings.sleep(waitMs, call.signal);
+  call.waited.ms += waitMs;
+}
+
+/**
  * Wraps `fetch` for calling a rate-limited API: it reads the rate-limit headers of every response
  * (any style {@link parseRateLimit} reads) and
  *
@@ -297,198 +566,19 @@ function originOf(url: string): string | undefined {
  * ```
  */
 export function rateLimitedFetch(options: RateLimitedFetchOptions = {}): FetchLike {
-  if (typeof options !== "object" || options === null) throw optionError("options", "an object", options);
-  const { maxRetries = 3, maxTotalWaitMs = 60_000, maxWaitMs = 60_000, retryOn = [429, 503], pace = true, onWait } = options;
-  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) throw optionError("maxRetries", "a non-negative integer", maxRetries);
-  if (typeof maxWaitMs !== "number" || !Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0) {
-    throw optionError("maxWaitMs", "a non-negative integer of milliseconds", maxWaitMs);
-  }
-  if (typeof maxTotalWaitMs !== "number" || Number.isNaN(maxTotalWaitMs) || maxTotalWaitMs < 0) {
-    throw optionError("maxTotalWaitMs", "a non-negative number of milliseconds (Infinity allowed)", maxTotalWaitMs);
-  }
-  if (!Array.isArray(retryOn) || !retryOn.every((s) => Number.isInteger(s) && s >= 100 && s <= 599)) {
-    throw optionError("retryOn", "an array of HTTP status codes", retryOn);
-  }
-  for (const name of ["fetch", "onWait", "now", "sleep"] as const) {
-    if (options[name] !== undefined && typeof options[name] !== "function") throw optionError(name, "a function", options[name]);
-  }
-  if (typeof pace !== "boolean") throw optionError("pace", "a boolean", pace);
-
-  const fetchImpl: FetchLike = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const now = options.now ?? Date.now;
-  const userSleep = options.sleep;
-  const sleep = (ms: number, signal: AbortSignal | undefined) =>
-    userSleep === undefined ? timerSleep(ms, signal) : abortable(userSleep(ms, signal), signal);
-  const retryStatuses = new Set(retryOn);
-  const origins = new Map<string, Origin>();
-
-  function originState(key: string): Origin {
-    let state = origins.get(key);
-    if (state !== undefined) {
-      origins.delete(key); // most recently used last
-    } else {
-      if (origins.size >= MAX_ORIGINS) {
-        for (const [k, s] of origins) {
-          if (s.inFlight === 0 && s.listeners.size === 0) origins.delete(k);
-          if (origins.size < MAX_ORIGINS) break;
-        }
-      }
-      state = { budgets: new Map([[FIRST, { left: 1, until: 0, probe: true }]]), inFlight: 0, listeners: new Set() };
-    }
-    origins.set(key, state);
-    return state;
-  }
-
-  /**
-   * Forgets the least recently updated budgets of an origin beyond {@link MAX_BUDGETS_PER_ORIGIN}
-   * (never the first request's probe or a `Retry-After` hold, nor one this answer just set).
-   */
-  function forgetOldest(state: Origin, ticket: Ticket): void {
-    for (const [key, budget] of state.budgets) {
-      if (state.budgets.size <= MAX_BUDGETS_PER_ORIGIN) return;
-      if (key === FIRST || key === RETRY_AFTER || budget.owner === ticket) continue;
-      state.budgets.delete(key);
-    }
-  }
-
-  /** Resolves at the next change of the origin's budgets; rejects when the signal aborts. */
-  function changed(state: Origin, signal: AbortSignal | undefined): Promise<void> {
-    let listener: () => void = () => {};
-    const promise = new Promise<void>((resolve) => {
-      listener = resolve;
-      state.listeners.add(listener);
-    });
-    return abortable(promise, signal).finally(() => state.listeners.delete(listener));
-  }
-
-  function notify(state: Origin): void {
-    const listeners = [...state.listeners];
-    state.listeners.clear();
-    for (const listener of listeners) listener();
-  }
-
-  function reserve(state: Origin): Ticket {
-    const ticket: Ticket = { origin: state };
-    for (const budget of state.budgets.values()) {
-      budget.left -= 1;
-      if (budget.probe && budget.owner === undefined) budget.owner = ticket;
-    }
-    state.inFlight += 1;
-    return ticket;
-  }
-
-  /** Waits until the origin's budgets allow one more request, then takes it. */
-  async function acquire(state: Origin, url: string, attempt: number, signal: AbortSignal | undefined, waited: { ms: number }): Promise<Ticket> {
-    for (;;) {
-      const t = now();
-      let waitMs = 0;
-      let waitForAnswer = false;
-      for (const [key, budget] of state.budgets) {
-        let b = budget;
-        if (!b.probe && t >= b.until) {
-          // The server's word has expired: one request (a probe) goes and its answer sets the
-          // next budget. Requests still in flight may land after the expiry too, so the probe
-          // waits for their answers: each of them brings a fresh budget.
-          b = { left: 1, until: 0, probe: true };
-          state.budgets.set(key, b);
-        }
-        const probe = b.probe;
-        if (b.left > 0 && !(probe && state.inFlight > 0)) continue;
-        if (probe) waitForAnswer = true;
-        else waitMs = Math.max(waitMs, b.until - t);
-      }
-      const left = maxTotalWaitMs - waited.ms;
-      if ((!waitForAnswer && waitMs === 0) || waitMs > left || left <= 0) return reserve(state);
-      if (waitForAnswer) {
-        const start = now();
-        await changed(state, signal);
-        waited.ms += Math.max(0, now() - start);
-      } else {
-        onWait?.({ url, waitMs, reason: "pacing", attempt });
-        await sleep(waitMs, signal);
-        waited.ms += waitMs;
-      }
-    }
-  }
-
-  /** Takes the answer (or the failure) of a request into its origin's budgets. */
-  function release(ticket: Ticket, info: RateLimitInfo | undefined, retryable: boolean): void {
-    const state = ticket.origin;
-    state.inFlight -= 1;
-    const t = now();
-    const updated = new Set<string>();
-    for (const policy of info?.policies ?? []) {
-      const seconds = policy.resetSeconds ?? policy.window;
-      if (policy.remaining === undefined || seconds === undefined) continue;
-      const key = policy.partitionKey === undefined ? policy.policy : `${policy.policy}\u0000${policy.partitionKey}`;
-      // requests still in flight may not be counted in `r` yet: count them against it
-      const left = policy.remaining - state.inFlight;
-      const until = t + Math.min(seconds * 1000, maxWaitMs);
-      const old = state.budgets.get(key);
-      updated.add(key);
-      // while an earlier word is in force, a looser one (more left) may be a reordered, older
-      // answer: keep the tighter. An answer that leaves as much as the budget does is news: its
-      // time wins (each answer counts the request it answers, so equal is the common case, and a
-      // word whose time was capped at maxWaitMs must give way to the next answer's own time)
-      if (old !== undefined && !old.probe && t < old.until && old.left < left) continue;
-      // most recently updated last: the least recently updated is forgotten first
-      state.budgets.delete(key);
-      state.budgets.set(key, { left, until, probe: false });
-    }
-    if (retryable && info?.retryAfterSeconds !== undefined) {
-      const until = t + Math.min(info.retryAfterSeconds * 1000, maxWaitMs);
-      const old = state.budgets.get(RETRY_AFTER);
-      if (old === undefined || old.probe || old.until < until) state.budgets.set(RETRY_AFTER, { left: 0, until, probe: false });
-      updated.add(RETRY_AFTER);
-    }
-    if (state.budgets.size > MAX_BUDGETS_PER_ORIGIN) forgetOldest(state, ticket);
-    for (const [key, budget] of state.budgets) {
-      if (budget.owner === ticket && !updated.has(key)) state.budgets.delete(key);
-    }
-    notify(state);
-  }
-
+  const settings = settingsOf(options);
+  const pacer = new Pacer(settings);
+  // each attempt: pace (wait for the origin's budget), send, read the answer, and either return
+  // it or back off for the retry
   return async function rateLimitedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-    const request = isRequest(input) ? input : undefined;
-    const signal = init?.signal ?? request?.signal ?? undefined;
-    if (signal?.aborted) throw abortReason(signal);
-    const url = request !== undefined ? request.url : String(input);
-    const origin = pace ? originOf(url) : undefined;
-    const state = origin === undefined ? undefined : originState(origin);
-    const hasInitBody = init?.body !== undefined && init.body !== null;
-    const replayable = hasInitBody ? isReplayableBody(init?.body) : true;
-    // a Request's own body is replayed from a clone; with init.body the Request's body is not used
-    const cloneRequest = request !== undefined && !hasInitBody && request.body !== null;
-    const waited = { ms: 0 };
-
-    for (let attempt = 1; ; attempt++) {
-      const mayRetry = replayable && attempt <= maxRetries;
-      const ticket = state === undefined ? undefined : await acquire(state, url, attempt, signal, waited);
-      let response: Response;
-      try {
-        response = await fetchImpl(cloneRequest && mayRetry ? (request as Request).clone() : input, init);
-      } catch (error) {
-        if (ticket !== undefined) release(ticket, undefined, false);
-        throw error;
-      }
-      const retryable = retryStatuses.has(response.status);
-      const info = ticket !== undefined || retryable ? parseRateLimit(response.headers, { now: now() }) : undefined;
-      if (ticket !== undefined) release(ticket, info, retryable);
-      if (!retryable || !mayRetry || info === undefined) return response;
-
-      let seconds = info.retryAfterSeconds;
-      if (seconds === undefined) {
-        const exhausted = info.policies.filter((p) => p.remaining === 0 && p.resetSeconds !== undefined);
-        if (exhausted.length > 0) seconds = Math.max(...exhausted.map((p) => p.resetSeconds as number));
-      }
-      if (seconds === undefined) return response;
-      const waitMs = seconds * 1000;
-      // a wait beyond maxWaitMs (a Retry-After of a thousand years) is not made: the answer is returned
-      if (waitMs > maxWaitMs || waited.ms + waitMs > maxTotalWaitMs) return response;
-      await response.body?.cancel().catch(() => {});
-      onWait?.({ url, waitMs, reason: "retry-after", attempt: attempt + 1 });
-      await sleep(waitMs, signal);
-      waited.ms += waitMs;
+    const call = startCall(settings, pacer, input, init);
+    for (; ; call.attempt++) {
+      const mayRetry = call.replayable && call.attempt <= settings.maxRetries;
+      const ticket = call.origin === undefined ? undefined : await pacer.acquire(call.origin, call.url, call.attempt, call.signal, call.waited);
+      const response = await send(settings, pacer, call, ticket, mayRetry);
+      const waitMs = answered(settings, pacer, call, ticket, response, mayRetry);
+      if (waitMs === undefined) return response;
+      await backOff(settings, call, response, waitMs);
     }
   };
 }

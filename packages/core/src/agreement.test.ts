@@ -4,8 +4,8 @@
  * never earlier than its `t` (a property over random limits and sequences, injected clock); and
  * where two layers limit one request (`Platform.outerHeaders`), one set of headers lists both.
  */
+import { AGREEMENT_T0, checkHeadersAgreeWithBody, costOf, disagreement } from "@sluice/testing/agreement";
 import { describe, expect, it } from "vitest";
-import { AGREEMENT_T0, checkHeadersAgreeWithBody, costOf, disagreement } from "../../testing/src/agreement.js";
 import { type Platform, createPipeline, mergeRateLimitHeaders } from "./adapter.js";
 import { MemoryStore, RateLimiter, createGuard, fixedWindow, tokenBucket } from "./index.js";
 

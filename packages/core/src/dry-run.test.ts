@@ -1,3 +1,4 @@
+import { twoPerMinute } from "@sluice/testing/headers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   type Decision,
@@ -10,7 +11,6 @@ import {
   leakyBucket,
 } from "./index.js";
 import { type Platform, createPipeline } from "./adapter.js";
-import { twoPerMinute } from "../../testing/src/headers.js";
 
 /** 42 s into a minute: the current 1-minute window ends 18 s later, at 1_700_000_040_000. */
 const T0 = 1_700_000_022_000;

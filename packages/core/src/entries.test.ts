@@ -11,8 +11,8 @@
  *   JSON state — never the engine's typed-array layout.
  */
 import { fileURLToPath } from "node:url";
+import { entryExports } from "@sluice/testing/entries";
 import { describe, expect, it } from "vitest";
-import { entryExports } from "../../testing/src/entries.js";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
 const [root, adapter, store] = entryExports([`${dir}index.ts`, `${dir}adapter.ts`, `${dir}store.ts`], `${dir}../tsconfig.json`);

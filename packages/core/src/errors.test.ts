@@ -2,8 +2,10 @@
  * Errors a program can match: every error has its class's `code`, and every configuration or input
  * error the `option` it is about. One row per option (or argument) of every factory, constructor
  * and method of core: the bad value, the class and the exact `option`. The messages themselves are
- * pinned where each feature is tested (limiter.test.ts, guard.test.ts, store.test.ts, ...); here
- * each row also checks the one message format, `[sluice] <option> …`.
+ * pinned where each feature is tested (factories.test.ts, limiter.test.ts, guard.test.ts,
+ * store.test.ts, ...); here each row also checks the one message format, `[sluice] <option> …`.
+ * And the classes themselves: one base, their names and prefix, a cause passed through, and
+ * `instanceof` that holds across two copies of the module.
  */
 import { describe, expect, it } from "vitest";
 import { joinOption, nestOptionError, tagged } from "./errors.js";
@@ -264,4 +266,61 @@ describe("clientIp and normalizeIp name their options", () => {
     ["normalizeIp: ipv6Subnet", () => normalizeIp("::1", { ipv6Subnet: 129 }), SluiceConfigError, "ipv6Subnet"],
   ];
   it.each(rows)("%s", (_label, call, errorClass, option) => expectRow(call, errorClass, option));
+});
+
+describe("error classes", () => {
+  it("share the SluiceError base, carry their names and the [sluice] prefix", () => {
+    const config = new SluiceConfigError("limit must be a positive safe integer; got 0", { option: "limit" });
+    const input = new SluiceInputError("key must be a non-empty string", { option: "key" });
+    const base = new SluiceError("oops");
+    for (const error of [config, input, base]) {
+      expect(error).toBeInstanceOf(SluiceError);
+      expect(error).toBeInstanceOf(Error);
+    }
+    expect(config).not.toBeInstanceOf(SluiceInputError);
+    expect(input).not.toBeInstanceOf(SluiceConfigError);
+    expect([base.name, config.name, input.name]).toEqual(["SluiceError", "SluiceConfigError", "SluiceInputError"]);
+    expect(config.message).toBe("[sluice] limit must be a positive safe integer; got 0");
+    expect(input.message).toBe("[sluice] key must be a non-empty string");
+    expect(new SluiceConfigError("[sluice] [redis] client must be …", { option: "client" }).message).toBe("[sluice] [redis] client must be …");
+    expect(String(config)).toBe("SluiceConfigError: [sluice] limit must be a positive safe integer; got 0");
+  });
+
+  it("keep their class across two copies of the module (ESM and CommonJS builds, or a subpath bundled apart)", async () => {
+    const second = "./errors.js?second-copy"; // another query string: Vite loads the module again
+    const copy = (await import(/* @vite-ignore */ second)) as typeof import("./errors.js");
+    expect(copy.SluiceConfigError).not.toBe(SluiceConfigError);
+    const config = new copy.SluiceConfigError("x", { option: "x" });
+    const input = new copy.SluiceInputError("x", { option: "x" });
+    expect(config).toBeInstanceOf(SluiceConfigError);
+    expect(config).toBeInstanceOf(SluiceError);
+    expect(config).not.toBeInstanceOf(SluiceInputError);
+    expect(input).toBeInstanceOf(SluiceInputError);
+    expect(new copy.SluiceTimeoutError("x")).toBeInstanceOf(SluiceTimeoutError);
+    expect(new copy.SluiceStoreError("x")).toBeInstanceOf(SluiceStoreError);
+    expect(new SluiceInputError("x", { option: "x" })).toBeInstanceOf(copy.SluiceInputError);
+    // a plain Error named like one is not one, and a subclass of yours keeps the ordinary check
+    expect(Object.assign(new Error("x"), { name: "SluiceConfigError" })).not.toBeInstanceOf(SluiceConfigError);
+    class MyError extends SluiceConfigError {}
+    expect(new MyError("x", { option: "x" })).toBeInstanceOf(SluiceConfigError);
+    expect(new MyError("x", { option: "x" })).toBeInstanceOf(copy.SluiceConfigError);
+    expect(config).not.toBeInstanceOf(MyError);
+    expect(Object.keys(config)).toEqual(Object.keys(new Error("x")).concat("name", "code", "option"));
+  });
+
+  it("pass a cause through", () => {
+    const cause = new Error("ECONNREFUSED");
+    expect(new SluiceError("store down", { cause }).cause).toBe(cause);
+  });
+
+  it("are what the library throws", () => {
+    let thrown: unknown;
+    try {
+      fixedWindow({ limit: 0, window: "1m" });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(SluiceConfigError);
+    expect((thrown as Error).name).toBe("SluiceConfigError");
+  });
 });

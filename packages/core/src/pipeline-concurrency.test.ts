@@ -4,6 +4,7 @@
  * without a body at once; a handler that throws at once — through `handle` (Next route handlers,
  * Workers), `finish` (Hono) and `createGuard`'s `release()`.
  */
+import { slowBody } from "@sluice/testing/streams";
 import { describe, expect, it } from "vitest";
 import {
   MemoryStore,
@@ -16,7 +17,6 @@ import {
   fixedWindow,
 } from "./index.js";
 import { createPipeline } from "./adapter.js";
-import { slowBody } from "../../testing/src/streams.js";
 
 type Args = [request: Request];
 const platform = { where: "test", request: (request: Request) => request };

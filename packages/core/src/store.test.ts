@@ -1,10 +1,10 @@
+import { policyFromSpec, policySpecArbitrary } from "@sluice/testing/vectors";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError, SluiceInputError } from "./errors.js";
 import { MemoryStore } from "./memory-store.js";
-import { policyFromSpec, policySpecArbitrary } from "../../testing/src/vectors.js";
-import { type StoredState, allowedFromState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey } from "./store.js";
+import { type StoredState, allowedFromState, assertNamespace, decideState, encodeKeyPart, peekState, policyField, storageKey, toDecision } from "./store.js";
 import type { StoreResult } from "./types.js";
 
 const T0 = 1_767_225_600_000;
@@ -267,5 +267,34 @@ describe("penalty box over JSON records", () => {
     // one ms later it is a first offence again
     const later = decideState([login], denied.state, us(T0 + 500 + 1000) + 1000, 1);
     expect(later.policies[0]).toMatchObject({ allowed: false, blocked: true, blockedUntil: T0 + 1501 + 500 });
+  });
+});
+
+describe("toDecision", () => {
+  const r = (policy: string, allowed: boolean, remaining: number, retryAfterMs: number, delayMs = 0) => ({
+    policy,
+    allowed,
+    limit: 10,
+    remaining,
+    resetAt: T0 + remaining,
+    retryAfterMs,
+    delayMs,
+    refillAt: T0 + remaining,
+  });
+
+  it("allowed: the least remaining binds (first on ties); delayMs is the largest", () => {
+    const d = toDecision({ now: T0, policies: [r("a", true, 5, 0), r("b", true, 2, 0, 30), r("c", true, 2, 0, 70)] });
+    expect(d).toMatchObject({ allowed: true, policy: "b", remaining: 2, resetAt: T0 + 2, retryAfterMs: 0, delayMs: 70, reason: "ok", now: T0 });
+  });
+
+  it("denied: the denying policy with the largest retryAfterMs binds (first on ties)", () => {
+    const d = toDecision({ now: T0, policies: [r("a", true, 0, 0), r("b", false, 3, 500), r("c", false, 1, 900), r("d", false, 4, 900)] });
+    expect(d).toMatchObject({ allowed: false, policy: "c", remaining: 1, retryAfterMs: 900, delayMs: 0, reason: "limit" });
+  });
+
+  it("denied with an infinite retry: cost-exceeds-limit; a reason given wins", () => {
+    const policies = [r("a", false, 3, 500), r("b", false, 1, Number.POSITIVE_INFINITY)];
+    expect(toDecision({ now: T0, policies })).toMatchObject({ policy: "b", reason: "cost-exceeds-limit", retryAfterMs: Infinity });
+    expect(toDecision({ now: T0, policies }, "store-error").reason).toBe("store-error");
   });
 });

@@ -289,86 +289,100 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       const bound = store.bind(namespace);
       const base: Attributes = { [ATTR_SLUICE_STORE]: storeName };
       if (namespace.tier !== undefined) base[ATTR_SLUICE_TIER] = namespace.tier;
-      const spanBase: Attributes = { ...base, [ATTR_SLUICE_PREFIX]: namespace.prefix };
-
-      /** Runs one store call inside its span, and measures it. */
-      function call<T>(operation: Operation, cost: number | undefined, run: () => MaybePromise<T>): MaybePromise<T> {
-        const attributes: Attributes = { ...spanBase, [ATTR_SLUICE_OPERATION]: operation };
-        if (cost !== undefined) attributes[ATTR_SLUICE_COST] = cost;
-        const span = tracerOf().startSpan(`sluice.store ${operation}`, { kind: SpanKind.CLIENT, attributes });
-        const started = performance.now();
-        const succeeded = (value: T): T => {
-          done(span, operation, started, false, value);
-          return value;
-        };
-        const failed = (error: unknown): never => {
-          done(span, operation, started, true, error);
-          throw error;
-        };
-        let result: MaybePromise<T>;
-        try {
-          result = context.with(trace.setSpan(context.active(), span), run);
-        } catch (error) {
-          return failed(error);
-        }
-        return isThenable(result) ? result.then(succeeded, failed) : succeeded(result);
-      }
-
-      function done(span: Span, operation: Operation, started: number, failed: boolean, outcome: unknown): void {
-        const seconds = (performance.now() - started) / 1000;
-        const measured: Attributes = { ...base, [ATTR_SLUICE_OPERATION]: operation };
-        if (failed) {
-          const error = outcome;
-          const type = errorType(error);
-          measured[ATTR_ERROR_TYPE] = type;
-          span.setAttribute(ATTR_ERROR_TYPE, type);
-          if (error instanceof Error) span.recordException(error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-        } else if (operation !== "reset" && isStoreResult(outcome)) {
-          const decision = toDecision(outcome);
-          span.setAttributes({
-            [ATTR_SLUICE_ALLOWED]: decision.allowed,
-            [ATTR_SLUICE_POLICY]: decision.policy,
-            [ATTR_SLUICE_REASON]: decision.reason,
-            [ATTR_SLUICE_REMAINING]: decision.remaining,
-          });
-        }
-        span.end();
-        histogram().record(seconds, measured);
-      }
-
-      const wrapped: BoundStore = {
-        // the lease (a concurrency cap's) is passed on only when there is one: the store sees
-        // consume(key, cost) as before for a namespace without a concurrency policy
-        consume: (key, cost, lease) => call("consume", cost, () => (lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease))),
-        peek: (key) => call("peek", undefined, () => bound.peek(key)),
-        reset: (key) => call("reset", undefined, () => bound.reset(key)),
-        refund: (key, cost, charge) => call("refund", cost, () => bound.refund(key, cost, charge)),
-        release: (key, lease) => call("release", undefined, () => bound.release(key, lease)),
-      };
-      // a store that lacks a method of the contract (one written before refund and release were
-      // required) is handed on without it, so that the RateLimiter refuses it at construction as
-      // it would refuse the store itself, instead of failing at the first refund
-      for (const method of ["refund", "release"] as const) {
-        if (typeof bound[method] !== "function") delete (wrapped as Partial<BoundStore>)[method];
-      }
-      // overrides and manual blocks (limiter.setOverride, block…): passed on when the store has
-      // them, so a traced store keeps them; one that has none stays without, and the limiter's
-      // override methods refuse it as they would refuse the store itself
-      if (typeof bound.control === "function") {
-        const control = bound.control;
-        wrapped.control = (key, command) => call("control", undefined, () => control.call(bound, key, command));
-      }
-      // the default timeout asks the store whether it is busy rather than hung (the Redis stores
-      // answer): the wrapper must not hide that, or a traced limiter falls back where an untraced
-      // one would have waited
-      if (typeof bound.extendTimeout === "function") {
-        const extend = bound.extendTimeout;
-        wrapped.extendTimeout = (waitedMs, timeoutMs) => extend.call(bound, waitedMs, timeoutMs);
-      }
-      return wrapped;
+      return instrumentBound(bound, { tracer: tracerOf, histogram, base, spanBase: { ...base, [ATTR_SLUICE_PREFIX]: namespace.prefix } });
     },
   };
+}
+
+/** What every traced call of one bound store shares: its instruments and their attributes. */
+interface Tracing {
+  readonly tracer: () => Tracer;
+  readonly histogram: () => Histogram;
+  /** The measurement's attributes: the store and, when set, the tier. */
+  readonly base: Attributes;
+  /** The span's: the same and the prefix. */
+  readonly spanBase: Attributes;
+}
+
+/** `bound` with every call traced and measured; the methods it lacks stay absent. */
+function instrumentBound(bound: BoundStore, tracing: Tracing): BoundStore {
+  const wrapped: BoundStore = {
+    // the lease (a concurrency cap's) is passed on only when there is one: for a namespace without
+    // a concurrency policy the store sees consume(key, cost), as the limiter calls it
+    consume: (key, cost, lease) => traced(tracing, "consume", cost, () => (lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease))),
+    peek: (key) => traced(tracing, "peek", undefined, () => bound.peek(key)),
+    reset: (key) => traced(tracing, "reset", undefined, () => bound.reset(key)),
+    refund: (key, cost, charge) => traced(tracing, "refund", cost, () => bound.refund(key, cost, charge)),
+    release: (key, lease) => traced(tracing, "release", undefined, () => bound.release(key, lease)),
+  };
+  // a store that lacks a method of the contract is handed on without it, so that the RateLimiter
+  // refuses it at construction as it would refuse the store itself, instead of failing at the
+  // first refund
+  for (const method of ["refund", "release"] as const) {
+    if (typeof bound[method] !== "function") delete (wrapped as Partial<BoundStore>)[method];
+  }
+  // overrides and manual blocks (limiter.setOverride, block…): passed on when the store has
+  // them, so a traced store keeps them; one that has none stays without, and the limiter's
+  // override methods refuse it as they would refuse the store itself
+  if (typeof bound.control === "function") {
+    const control = bound.control;
+    wrapped.control = (key, command) => traced(tracing, "control", undefined, () => control.call(bound, key, command));
+  }
+  // the default timeout asks the store whether it is busy rather than hung (the Redis stores
+  // answer): the wrapper must not hide that, or a traced limiter falls back where an untraced
+  // one would have waited
+  if (typeof bound.extendTimeout === "function") {
+    const extend = bound.extendTimeout;
+    wrapped.extendTimeout = (waitedMs, timeoutMs) => extend.call(bound, waitedMs, timeoutMs);
+  }
+  return wrapped;
+}
+
+/** Runs one store call inside its span, and measures it. */
+function traced<T>(tracing: Tracing, operation: Operation, cost: number | undefined, run: () => MaybePromise<T>): MaybePromise<T> {
+  const attributes: Attributes = { ...tracing.spanBase, [ATTR_SLUICE_OPERATION]: operation };
+  if (cost !== undefined) attributes[ATTR_SLUICE_COST] = cost;
+  const span = tracing.tracer().startSpan(`sluice.store ${operation}`, { kind: SpanKind.CLIENT, attributes });
+  const started = performance.now();
+  const succeeded = (value: T): T => {
+    done(tracing, span, operation, started, false, value);
+    return value;
+  };
+  const failed = (error: unknown): never => {
+    done(tracing, span, operation, started, true, error);
+    throw error;
+  };
+  let result: MaybePromise<T>;
+  try {
+    result = context.with(trace.setSpan(context.active(), span), run);
+  } catch (error) {
+    return failed(error);
+  }
+  return isThenable(result) ? result.then(succeeded, failed) : succeeded(result);
+}
+
+/** Ends a call's span with its outcome (the decision, or the failure) and records its duration. */
+function done(tracing: Tracing, span: Span, operation: Operation, started: number, failed: boolean, outcome: unknown): void {
+  const seconds = (performance.now() - started) / 1000;
+  const measured: Attributes = { ...tracing.base, [ATTR_SLUICE_OPERATION]: operation };
+  if (failed) {
+    const error = outcome;
+    const type = errorType(error);
+    measured[ATTR_ERROR_TYPE] = type;
+    span.setAttribute(ATTR_ERROR_TYPE, type);
+    if (error instanceof Error) span.recordException(error);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  } else if (operation !== "reset" && isStoreResult(outcome)) {
+    const decision = toDecision(outcome);
+    span.setAttributes({
+      [ATTR_SLUICE_ALLOWED]: decision.allowed,
+      [ATTR_SLUICE_POLICY]: decision.policy,
+      [ATTR_SLUICE_REASON]: decision.reason,
+      [ATTR_SLUICE_REMAINING]: decision.remaining,
+    });
+  }
+  span.end();
+  tracing.histogram().record(seconds, measured);
 }
 
 /** A well-formed store answer (a malformed one is the limiter's to refuse, not ours to describe). */

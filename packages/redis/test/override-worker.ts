@@ -1,5 +1,5 @@
 /**
- * The other process of the two-processes overrides test (`src/overrides.test.ts`): with its own
+ * The other process of the two-processes overrides test (`src/overrides-storage.test.ts`): with its own
  * client library (node-redis), on the same redis-server, it sets `{ scale: 10 }` for one key of
  * each limiter the parent uses (same prefixes, same policies), then prints "done". Configuration
  * comes from the environment: REDIS_URL, PREFIXES (comma-separated), KEY.

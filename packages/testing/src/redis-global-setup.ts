@@ -10,7 +10,7 @@
  * ```ts
  * // vitest.config.ts
  * export default defineProject({
- *   test: { globalSetup: ["../testing/src/redis-global-setup.ts"] },
+ *   test: { globalSetup: ["@sluice/testing/redis-global-setup"] },
  * });
  * // some.test.ts
  * import { inject } from "vitest";

@@ -1,52 +1,34 @@
 /**
  * The demo's client script end to end: the real demo process (`src/main.ts`, as `pnpm start`
  * runs it) on a free port, and the real script (`src/client.ts`, as `pnpm --filter @sluice/demo
- * client` runs it) against it, with the real clock: 11 requests on the free plan (burst 10) mean
- * one pacing wait of about 2 s, and no 429.
+ * client` runs it, `rateLimitedFetch` from `@sluice/client`) against it, with the real clock: 11
+ * requests on the free plan (burst 10) mean one pacing wait of about 2 s, and no 429.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { type DemoProcess, startDemo } from "./demo-process.js";
 
-const demoDir = fileURLToPath(new URL("../../../apps/demo/", import.meta.url));
-const node = (script: string, env: Record<string, string>) =>
-  spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", script], {
-    cwd: demoDir,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+const demoDir = fileURLToPath(new URL("..", import.meta.url));
 
-let demo: ChildProcess;
+let demo: DemoProcess | undefined;
 let base = "";
 
 beforeAll(async () => {
-  demo = node("src/main.ts", { PORT: "0", HOST: "127.0.0.1" });
-  let output = "";
-  base = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the demo did not start within 15 s:\n${output}`)), 15_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1] as string);
-      }
-    };
-    demo.stdout?.on("data", onData);
-    demo.stderr?.on("data", onData);
-    demo.once("exit", (code) => reject(new Error(`the demo exited (code ${code}):\n${output}`)));
-  });
+  demo = await startDemo();
+  base = demo.base;
 }, 20_000);
 
 afterAll(async () => {
-  if (demo.exitCode !== null) return;
-  const exited = new Promise((resolve) => demo.once("exit", resolve));
-  demo.kill("SIGTERM");
-  await exited;
+  await demo?.stop();
 });
 
 it("prints one line per request with status, remaining and the wait it chose; no 429", async () => {
-  const client = node("src/client.ts", { DEMO_URL: base, REQUESTS: "11" });
+  const client = spawn(process.execPath, ["--conditions=@sluice/source", "--import", "tsx", "src/client.ts"], {
+    cwd: demoDir,
+    env: { ...process.env, NO_COLOR: "1", DEMO_URL: base, REQUESTS: "11" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   client.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   client.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -1,6 +1,6 @@
 /**
- * The Sluice demo (apps/demo: Hono on Node, memory store, free/pro/enterprise plans), served
- * in-process on 127.0.0.1 with `@hono/node-server`, driven by `rateLimitedFetch`.
+ * `rateLimitedFetch` from `@sluice/client` against the demo app (Hono on Node, memory store,
+ * free/pro/enterprise plans), served in-process on 127.0.0.1 with `@hono/node-server`.
  *
  * The free plan is 10 at once, 30 per minute, 1000 per day: 200 requests take minutes. So the
  * demo's memory store and the client share one fake clock (`createApp({ clock })` and
@@ -8,10 +8,45 @@
  * requests, the server's decisions and its headers are real; every status the server sends is
  * recorded below `rateLimitedFetch`, so a 429 that the client retried would still be seen.
  */
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { type WaitInfo, parseRateLimit, rateLimitedFetch } from "@sluice/client";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../../apps/demo/src/app.js";
-import { type WaitInfo, parseRateLimit, rateLimitedFetch } from "./index.js";
-import { fakeClock, serveFetch } from "./test/servers.js";
+import { createApp } from "../src/app.js";
+
+/**
+ * A clock in epoch ms that only moves forward. `sleep(ms)` moves it to `now + ms` at once (or
+ * leaves it if another sleeper already moved it further): a timeline in which every wait really
+ * lasts as long as asked, without the real time passing.
+ */
+function fakeClock(start: number) {
+  const clock = {
+    t: start,
+    now: () => clock.t,
+    sleep: async (ms: number) => {
+      const target = clock.t + ms;
+      await Promise.resolve();
+      clock.t = Math.max(clock.t, target);
+    },
+  };
+  return clock;
+}
+
+/** Serves a Fetch handler (the demo app's) on 127.0.0.1, on a free port, until `close()`. */
+function serveFetch(fetch: (request: Request) => Response | Promise<Response>): Promise<{ url: string; close: () => Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, hostname: "127.0.0.1", port: 0 }, (info: AddressInfo) => {
+      const close = () =>
+        new Promise<void>((done, fail) => {
+          (server as Server).closeAllConnections();
+          server.close((error) => (error ? fail(error) : done()));
+        });
+      resolve({ url: `http://127.0.0.1:${info.port}`, close });
+    });
+    server.once("error", reject);
+  });
+}
 
 /** A whole minute in epoch ms (2023-11-14T22:14:00Z). */
 const T0 = 1_700_000_040_000;
