@@ -23,6 +23,7 @@ const ROOT_VALUES = [
   "DEFAULT_TIMEOUT_MS",
   "MAX_KEY_LENGTH",
   "MAX_POLICIES",
+  "MAX_QUOTA",
   "MemoryStore",
   "QUOTA_EXCEEDED_TITLE",
   "QUOTA_EXCEEDED_TYPE",
@@ -131,9 +132,12 @@ const ADAPTER_TYPES = [
 const STORE_VALUES = [
   "BLOCK_FIELD",
   "CONCURRENCY_RETRY_MS",
+  "MAX_AHEAD_US",
+  "MAX_CLOCK_SKEW_MS",
   "MAX_GCRA_SHIFT_US",
   "MAX_KEY_LENGTH",
   "MAX_POLICIES",
+  "MAX_QUOTA",
   "OVERRIDE_FIELD",
   "POLICY_KINDS",
   "allowedFromState",
@@ -161,6 +165,8 @@ const STORE_VALUES = [
   "refundState",
   "releaseState",
   "storageKey",
+  "storeClockProblem",
+  "storeResultProblem",
   "toDecision",
 ];
 const STORE_TYPES = [
@@ -175,6 +181,7 @@ const STORE_TYPES = [
   "PolicyKind",
   "PolicyResult",
   "RefundCharge",
+  "ReplyExpectations",
   "StateDecision",
   "Store",
   "StoreCommand",
