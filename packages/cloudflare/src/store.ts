@@ -30,6 +30,7 @@ import {
   objectName,
   policiesFromJson,
   resetFromReply,
+  sentNowMs,
   specOf,
 } from "./protocol.js";
 
@@ -197,6 +198,11 @@ class DurableObjectBinding implements BoundStore {
     return call;
   }
 
+  /** The object's answer to a call that asked about `cost` units (1 but for a consume), read and checked. */
+  #decision(reply: DecisionReply, call: LimiterCall, cost: number): StoreResult {
+    return decisionFromReply(reply, this.#namespace.policies, { nowMs: sentNowMs(call.nowMs), cost });
+  }
+
   async consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
     const call: ConsumeCall = { ...this.#call(key), cost };
     if (lease !== undefined && lease !== 0) call.lease = lease;
@@ -206,17 +212,18 @@ class DurableObjectBinding implements BoundStore {
     } catch (error) {
       throw failure("consume", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, cost);
   }
 
   async peek(key: string): Promise<StoreResult> {
+    const call = this.#call(key);
     let reply: DecisionReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).peek(this.#call(key));
+      reply = await this.#store.stub(this.#namespace, key).peek(call);
     } catch (error) {
       throw failure("peek", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   async refund(key: string, cost: number, charge: RefundCharge | undefined): Promise<StoreResult> {
@@ -232,17 +239,18 @@ class DurableObjectBinding implements BoundStore {
     } catch (error) {
       throw failure("refund", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   async release(key: string, lease: number): Promise<StoreResult> {
+    const call: ReleaseCall = { ...this.#call(key), lease };
     let reply: DecisionReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).release({ ...this.#call(key), lease });
+      reply = await this.#store.stub(this.#namespace, key).release(call);
     } catch (error) {
       throw failure("release", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   async reset(key: string): Promise<void> {
@@ -259,13 +267,14 @@ class DurableObjectBinding implements BoundStore {
 
   /** An override or manual-block command on `key`'s row: one RPC call, run by the object with its clock. */
   async control(key: string, command: StoreCommand): Promise<ControlResult> {
+    const call: ControlCall = { ...this.#call(key), command };
     let reply: ControlReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).control({ ...this.#call(key), command });
+      reply = await this.#store.stub(this.#namespace, key).control(call);
     } catch (error) {
       throw failure("control", error);
     }
-    return controlFromReply(reply);
+    return controlFromReply(reply, sentNowMs(call.nowMs));
   }
 }
 
