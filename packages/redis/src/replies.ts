@@ -96,7 +96,9 @@ export class ReplyReader {
     } else {
       result = this.#fromFull(list, body);
     }
-    const nowMs = call.sentUs === undefined ? undefined : Math.floor(call.sentUs / 1000);
+    // the compact form's clock is checked already (its now then stands for the time expected: one
+    // read of this process's clock per reply)
+    const nowMs = compact ? result.now : call.sentUs === undefined ? undefined : Math.floor(call.sentUs / 1000);
     const problem = storeResultProblem(this.#policies, result, { nowMs, cost: call.mode === "c" ? call.cost : 1 });
     if (problem !== undefined) throw malformed("decide", problem, reply);
     return result;
@@ -145,7 +147,7 @@ export class ReplyReader {
   #fromCompact(reply: readonly number[], body: string | undefined, sentUs: number | undefined): StoreResult {
     const nowUs = reply[0] as number;
     const now = Math.floor(nowUs / 1000);
-    // the clock first: every answer below is computed from it
+    // the clock first, every answer below being computed from it: a time sent comes back to the µs
     const clock = sentUs === undefined ? storeClockProblem(now, undefined) : nowUs === sentUs ? undefined : `now is ${nowUs} µs, but the store sent ${sentUs}`;
     if (clock !== undefined) throw malformed("decide", clock, reply);
     const policies = this.#policies;
