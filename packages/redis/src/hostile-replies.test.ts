@@ -68,6 +68,9 @@ const caseArbitrary = fc.integer({ min: 0, max: NAMESPACES.length - 1 }).chain((
   }),
 );
 
+/** Each property's time limit: a deep run's takes minutes. */
+const TIMEOUT_MS = deepRuns() === undefined ? 120_000 : 30 * 60_000;
+
 /** What the server answers the next script call with, and at which now. */
 const next: { reply: Template; clockMs: number | undefined } = { reply: null, clockMs: undefined };
 const nowOfAnswer = () => next.clockMs ?? Date.now();
@@ -144,22 +147,22 @@ describe("RedisStore against a hostile server", () => {
   it("ioredis 5: every reply is a store failure or a sound decision", async () => {
     const client = new IORedis(server.url, { maxRetriesPerRequest: 1 });
     await property(redisStore(client)).finally(() => client.disconnect());
-  }, 120_000);
+  }, TIMEOUT_MS);
 
   it("ioredis 6: every reply is a store failure or a sound decision", async () => {
     const client = new IORedis6(server.url, { maxRetriesPerRequest: 1 });
     await property(redisStore(client as never)).finally(() => client.disconnect());
-  }, 120_000);
+  }, TIMEOUT_MS);
 
   it("node-redis 5 (RESP2): every reply is a store failure or a sound decision", async () => {
     const client = await createClient({ url: server.url, RESP: 2 }).connect();
     await property(redisStore(client)).finally(() => client.destroy());
-  }, 120_000);
+  }, TIMEOUT_MS);
 
   it("node-redis 6 (RESP3, its default: doubles, booleans, maps, big numbers): every reply is a store failure or a sound decision", async () => {
     const client = await createClient6({ url: server.url }).connect();
     await property(redisStore(client as never)).finally(() => client.destroy());
-  }, 120_000);
+  }, TIMEOUT_MS);
 });
 
 describe("UpstashStore against a hostile REST server", () => {
@@ -172,5 +175,5 @@ describe("UpstashStore against a hostile REST server", () => {
   it("@upstash/redis: every reply is a store failure or a sound decision", async () => {
     const redis = new UpstashRedis({ url: bridge.url, token: bridge.token, retry: false });
     await property((clock) => (clock === undefined ? new UpstashStore(redis) : createTestUpstashStore(redis, { clock: () => clock })));
-  }, 120_000);
+  }, TIMEOUT_MS);
 });
