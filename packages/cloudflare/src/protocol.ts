@@ -18,6 +18,7 @@ import { type Policy, type PolicyResult, SluiceConfigError, SluiceInputError, Sl
 import {
   type ControlResult,
   MAX_POLICIES,
+  type ReplyExpectations,
   type StoreCommand,
   type ReserveResult,
   type StoreResult,
@@ -27,6 +28,8 @@ import {
   policyData,
   policyFromData,
   storageKey,
+  storeClockProblem,
+  storeResultProblem,
 } from "@sluice/core/store";
 
 /**
@@ -261,56 +264,71 @@ function rethrowRefusal(reply: unknown): false {
   throw error.name === "SluiceConfigError" ? new SluiceConfigError(error.message, options) : new SluiceInputError(error.message, options);
 }
 
-function isResult(value: unknown): value is PolicyResult {
-  if (typeof value !== "object" || value === null) return false;
-  const r = value as Record<string, unknown>;
-  return (
-    typeof r.policy === "string" &&
-    typeof r.allowed === "boolean" &&
-    typeof r.limit === "number" &&
-    typeof r.remaining === "number" &&
-    typeof r.resetAt === "number" &&
-    typeof r.retryAfterMs === "number" &&
-    typeof r.delayMs === "number" &&
-    typeof r.refillAt === "number" &&
-    (r.blocked === undefined || r.blocked === true) &&
-    (r.blockedUntil === undefined || typeof r.blockedUntil === "number")
-  );
+/** The message of a malformed decision: what is wrong with it. */
+function malformedDecision(problem: string): SluiceStoreError {
+  return new SluiceStoreError(`[sluice] [cloudflare] SluiceLimiter answered with a malformed decision: ${problem}`);
 }
 
 /**
- * The store's reading of a `consume`/`peek` reply: the `StoreResult` (one result per policy, in
- * order), a refusal rethrown as its class, or a `SluiceStoreError` for anything malformed.
+ * One policy's result as it crossed the RPC, rebuilt with the fields a result has and nothing
+ * else (core's `storeResultProblem` then checks each); `undefined` for something not an object.
  */
-export function decisionFromReply(reply: unknown, policies: readonly Policy[]): StoreResult {
-  rethrowRefusal(reply);
-  const result = reply as Partial<StoreResult> | null;
-  const list = result?.policies;
-  if (
-    typeof result !== "object" ||
-    result === null ||
-    typeof result.now !== "number" ||
-    !Number.isFinite(result.now) ||
-    !Array.isArray(list) ||
-    list.length !== policies.length ||
-    !list.every((r, i) => isResult(r) && r.policy === (policies[i] as Policy).name) ||
-    (result.marks !== undefined && (!Array.isArray(result.marks) || result.marks.length !== policies.length || !result.marks.every(Number.isSafeInteger)))
-  ) {
-    throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed decision");
+function resultOf(value: unknown): PolicyResult | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const r = value as Record<keyof PolicyResult, unknown>;
+  const result = {
+    policy: r.policy,
+    allowed: r.allowed,
+    limit: r.limit,
+    remaining: r.remaining,
+    resetAt: r.resetAt,
+    retryAfterMs: r.retryAfterMs,
+    delayMs: r.delayMs,
+    refillAt: r.refillAt,
+  } as PolicyResult;
+  if (r.blocked !== undefined || r.blockedUntil !== undefined) {
+    result.blocked = r.blocked as true;
+    result.blockedUntil = r.blockedUntil as number;
   }
-  const body = (result as { override?: unknown }).override;
-  if (body === undefined) return result as StoreResult;
-  const override = typeof body === "string" ? overrideFromText(body) : undefined;
-  if (override === undefined) throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed override");
-  return { ...(result as StoreResult), override };
+  return result;
+}
+
+/**
+ * The store's reading of a `consume`/`peek`/`refund`/`release` reply: the `StoreResult` (one
+ * result per policy, in order), a refusal rethrown as its class, or a `SluiceStoreError` for
+ * anything malformed — a shape, a type or a value no algorithm produces (core's
+ * `storeResultProblem`: ranges, and the clock, the time `expected.nowMs` sent or else within a day
+ * of this Worker's).
+ */
+export function decisionFromReply(reply: unknown, policies: readonly Policy[], expected: ReplyExpectations): StoreResult {
+  rethrowRefusal(reply);
+  if (typeof reply !== "object" || reply === null || Array.isArray(reply)) throw malformedDecision(`expected an object; got ${describeValue(reply)}`);
+  const { now, policies: list, marks, override: body } = reply as Record<string, unknown>;
+  if (!Array.isArray(list)) throw malformedDecision(`policies is ${describeValue(list)}, not a list`);
+  const results: PolicyResult[] = new Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const r = resultOf(list[i]);
+    if (r === undefined) throw malformedDecision(`policies[${i}] is ${describeValue(list[i])}, not a result`);
+    results[i] = r;
+  }
+  const result: StoreResult = { now: now as number, policies: results };
+  if (marks !== undefined) result.marks = Array.isArray(marks) ? [...(marks as number[])] : (marks as number[]);
+  if (body !== undefined) {
+    const override = typeof body === "string" ? overrideFromText(body) : undefined;
+    if (override === undefined) throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered with a malformed override");
+    result.override = override;
+  }
+  const problem = storeResultProblem(policies, result, expected);
+  if (problem !== undefined) throw malformedDecision(problem);
+  return result;
 }
 
 /**
  * The store's reading of a `reserve` reply: a decision's (see {@link decisionFromReply}) and the
  * units granted, a whole number from 0 to those asked; anything else is a `SluiceStoreError`.
  */
-export function reservationFromReply(reply: unknown, policies: readonly Policy[], units: number): ReserveResult {
-  const result = decisionFromReply(reply, policies);
+export function reservationFromReply(reply: unknown, policies: readonly Policy[], units: number, expected: ReplyExpectations): ReserveResult {
+  const result = decisionFromReply(reply, policies, expected);
   const granted = (reply as { granted?: unknown }).granted;
   if (typeof granted !== "number" || !Number.isSafeInteger(granted) || granted < 0 || granted > units || (granted === 0 && result.marks !== undefined)) {
     throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered a reservation with a malformed grant");
@@ -320,21 +338,35 @@ export function reservationFromReply(reply: unknown, policies: readonly Policy[]
 
 /**
  * The store's reading of a `control` reply: `{ now, override? }` (the body of the key's live
- * override), a refusal rethrown as its class, or a `SluiceStoreError` for anything malformed.
+ * override), a refusal rethrown as its class, or a `SluiceStoreError` for anything malformed (the
+ * clock as for a decision: `sentMs`, the time sent, or else within a day of this Worker's).
  */
-export function controlFromReply(reply: unknown): ControlResult {
+export function controlFromReply(reply: unknown, sentMs: number | undefined): ControlResult {
   rethrowRefusal(reply);
   const result = reply as Partial<ControlResult> | null;
   if (
     typeof result !== "object" ||
     result === null ||
-    typeof result.now !== "number" ||
-    !Number.isFinite(result.now) ||
     (result.override !== undefined && (typeof result.override !== "string" || overrideFromText(result.override) === undefined))
   ) {
     throw new SluiceStoreError("[sluice] [cloudflare] SluiceLimiter answered a control command with something unexpected");
   }
-  return result.override === undefined ? { now: result.now } : { now: result.now, override: result.override };
+  const clock = storeClockProblem(result.now, sentMs);
+  if (clock !== undefined) throw new SluiceStoreError(`[sluice] [cloudflare] SluiceLimiter answered a control command with something unexpected: ${clock}`);
+  return result.override === undefined ? { now: result.now as number } : { now: result.now as number, override: result.override };
+}
+
+/** A value's kind for an error message (never its contents: they come from outside). */
+function describeValue(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
+}
+
+/**
+ * The `now` (epoch ms) a decision made at the test time `nowMs` reports: the object's
+ * `Math.floor(nowMs * 1000)` µs, in whole ms. `undefined` (no time sent): the object's own clock.
+ */
+export function sentNowMs(nowMs: number | undefined): number | undefined {
+  return nowMs === undefined ? undefined : Math.floor(Math.floor(nowMs * 1000) / 1000);
 }
 
 /** The store's reading of a `reset` reply. */

@@ -34,6 +34,7 @@ import {
   objectName,
   policiesFromJson,
   resetFromReply,
+  sentNowMs,
   specOf,
 } from "./protocol.js";
 
@@ -202,6 +203,11 @@ class DurableObjectBinding implements BoundStore {
     return call;
   }
 
+  /** The object's answer to a call that asked about `cost` units (1 but for a consume), read and checked. */
+  #decision(reply: DecisionReply, call: LimiterCall, cost: number): StoreResult {
+    return decisionFromReply(reply, this.#namespace.policies, { nowMs: sentNowMs(call.nowMs), cost });
+  }
+
   async consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
     const call: ConsumeCall = { ...this.#call(key), cost };
     if (lease !== undefined && lease !== 0) call.lease = lease;
@@ -211,17 +217,18 @@ class DurableObjectBinding implements BoundStore {
     } catch (error) {
       throw failure("consume", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, cost);
   }
 
   async peek(key: string): Promise<StoreResult> {
+    const call = this.#call(key);
     let reply: DecisionReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).peek(this.#call(key));
+      reply = await this.#store.stub(this.#namespace, key).peek(call);
     } catch (error) {
       throw failure("peek", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   async refund(key: string, cost: number, charge: RefundCharge | undefined): Promise<StoreResult> {
@@ -238,28 +245,31 @@ class DurableObjectBinding implements BoundStore {
     } catch (error) {
       throw failure("refund", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   /** Up to `units` charged to every policy of `key` at once (a bucket counting them as used `holdMs` from now): one RPC call. */
   async reserve(key: string, units: number, holdMs: number): Promise<ReserveResult> {
+    const call: ReserveCall = { ...this.#call(key), units, holdMs };
     let reply: ReserveReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).reserve({ ...this.#call(key), units, holdMs });
+      reply = await this.#store.stub(this.#namespace, key).reserve(call);
     } catch (error) {
       throw failure("reserve", error);
     }
-    return reservationFromReply(reply, this.#namespace.policies, units);
+    // each policy's state after the charge, answered as a peek answers it
+    return reservationFromReply(reply, this.#namespace.policies, units, { nowMs: sentNowMs(call.nowMs), cost: 1 });
   }
 
   async release(key: string, lease: number): Promise<StoreResult> {
+    const call: ReleaseCall = { ...this.#call(key), lease };
     let reply: DecisionReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).release({ ...this.#call(key), lease });
+      reply = await this.#store.stub(this.#namespace, key).release(call);
     } catch (error) {
       throw failure("release", error);
     }
-    return decisionFromReply(reply, this.#namespace.policies);
+    return this.#decision(reply, call, 1);
   }
 
   async reset(key: string): Promise<void> {
@@ -276,13 +286,14 @@ class DurableObjectBinding implements BoundStore {
 
   /** An override or manual-block command on `key`'s row: one RPC call, run by the object with its clock. */
   async control(key: string, command: StoreCommand): Promise<ControlResult> {
+    const call: ControlCall = { ...this.#call(key), command };
     let reply: ControlReply;
     try {
-      reply = await this.#store.stub(this.#namespace, key).control({ ...this.#call(key), command });
+      reply = await this.#store.stub(this.#namespace, key).control(call);
     } catch (error) {
       throw failure("control", error);
     }
-    return controlFromReply(reply);
+    return controlFromReply(reply, sentNowMs(call.nowMs));
   }
 }
 

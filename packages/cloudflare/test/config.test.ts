@@ -103,7 +103,10 @@ describe("DurableObjectStore replies", () => {
     return { idFromName: (name) => ({ name }) as unknown as DurableObjectId, get: () => ({ consume: answer, peek: answer, reset: answer }) };
   }
   const limits = fixedWindow({ limit: 5, window: "1m", name: "w" });
-  const good = { now: 1000, policies: [{ policy: "w", allowed: true, limit: 5, remaining: 4, resetAt: 60_000, retryAfterMs: 0, delayMs: 0, refillAt: 60_000 }] };
+  // the object's own clock: within a day of this process's
+  const now = Date.now();
+  const good = { now, policies: [{ policy: "w", allowed: true, limit: 5, remaining: 4, resetAt: now + 60_000, retryAfterMs: 0, delayMs: 0, refillAt: now + 60_000 }] };
+  const withResult = (fields: Record<string, unknown>) => ({ ...good, policies: [{ ...good.policies[0], ...fields }] });
 
   it.each([
     ["SluiceConfigError", SluiceConfigError],
@@ -135,7 +138,22 @@ describe("DurableObjectStore replies", () => {
     ["no now", { policies: good.policies }],
     ["too few results", { now: 1000, policies: [] }],
     ["a result for another policy", { now: 1000, policies: [{ ...good.policies[0], policy: "x" }] }],
-    ["a result missing a field", { now: 1000, policies: [{ ...good.policies[0], remaining: undefined }] }],
+    ["a result missing a field", { now, policies: [{ ...good.policies[0], remaining: undefined }] }],
+    ["now 0 (1970)", { ...good, now: 0 }],
+    ["now two days from this process's clock", { ...good, now: now + 2 * 86_400_000 }],
+    ["now not an integer", { ...good, now: now + 0.5 }],
+    ["remaining above the quota", withResult({ remaining: 6 })],
+    ["remaining below 0", withResult({ remaining: -1 })],
+    ["a limit other than the policy's quota", withResult({ limit: 7 })],
+    ["resetAt before now", withResult({ resetAt: now - 1 })],
+    ["refillAt a thousand centuries away", withResult({ refillAt: now + 2 ** 53 / 1000 })],
+    ["an allowed result with a retry", withResult({ retryAfterMs: 5 })],
+    ["a denial without a wait", withResult({ allowed: false, retryAfterMs: 0, remaining: 0 })],
+    ["a denial of a cost that fits, saying never", withResult({ allowed: false, retryAfterMs: Infinity, remaining: 0 })],
+    ["a negative delay", withResult({ delayMs: -1 })],
+    ["a block on an allowed result", withResult({ blocked: true, blockedUntil: now + 1000 })],
+    ["a denial blocked until now", withResult({ allowed: false, retryAfterMs: 1000, remaining: 0, blocked: true, blockedUntil: now })],
+    ["a negative mark", { ...good, marks: [-1] }],
     ["an error of another class", { error: { name: "TypeError", message: "boom" } }],
     ["an error without a message", { error: { name: "SluiceInputError" } }],
     ["an error whose option is not a string", { error: { name: "SluiceInputError", message: "x", option: 5 } }],

@@ -25,6 +25,7 @@ const ROOT_VALUES = [
   "DEFAULT_TIMEOUT_MS",
   "MAX_KEY_LENGTH",
   "MAX_POLICIES",
+  "MAX_QUOTA",
   "MemoryStore",
   "QUOTA_EXCEEDED_TITLE",
   "QUOTA_EXCEEDED_TYPE",
@@ -135,9 +136,12 @@ const ADAPTER_TYPES = [
 const STORE_VALUES = [
   "BLOCK_FIELD",
   "CONCURRENCY_RETRY_MS",
+  "MAX_AHEAD_US",
+  "MAX_CLOCK_SKEW_MS",
   "MAX_GCRA_SHIFT_US",
   "MAX_KEY_LENGTH",
   "MAX_POLICIES",
+  "MAX_QUOTA",
   "OVERRIDE_FIELD",
   "POLICY_KINDS",
   "allowedFromState",
@@ -166,6 +170,8 @@ const STORE_VALUES = [
   "releaseState",
   "reserveState",
   "storageKey",
+  "storeClockProblem",
+  "storeResultProblem",
   "toDecision",
 ];
 const STORE_TYPES = [
@@ -180,6 +186,7 @@ const STORE_TYPES = [
   "PolicyKind",
   "PolicyResult",
   "RefundCharge",
+  "ReplyExpectations",
   "ReserveDecision",
   "ReserveResult",
   "StateDecision",

@@ -47,8 +47,9 @@ export {
 export { toMs, type Duration, type DurationUnit } from "./duration.js";
 export { SluiceError, SluiceConfigError, SluiceInputError, SluiceTimeoutError, SluiceStoreError } from "./errors.js";
 export type { SluiceErrorCode, SluiceOptionErrorOptions } from "./errors.js";
-// the bounds of what a user passes: a key's length, the policies of one limiter
+// the bounds of what a user passes: a key's length, the policies of one limiter, a quota
 export { MAX_KEY_LENGTH, MAX_POLICIES } from "./keys.js";
+export { MAX_QUOTA } from "./algorithms/index.js";
 export {
   RateLimiter,
   DEFAULT_TIMEOUT_MS,

@@ -15,7 +15,9 @@
  * - {@link toDecision}, the {@link Decision} a limiter makes of a {@link StoreResult} (for a
  *   wrapper that reports what its store answered); the constants and plain-data form of the
  *   policies a store in another language or process mirrors ({@link CONCURRENCY_RETRY_MS},
- *   {@link MAX_GCRA_SHIFT_US}, {@link policyData}, {@link policyFromData}, {@link POLICY_KINDS}, {@link blockDurationMs}).
+ *   {@link MAX_GCRA_SHIFT_US}, {@link MAX_QUOTA}, {@link policyData}, {@link policyFromData}, {@link POLICY_KINDS}, {@link blockDurationMs}).
+ * - The checks of a reply that crossed a wire ({@link storeResultProblem}, {@link storeClockProblem}):
+ *   a reply that no algorithm can produce is a store failure, never a decision.
  *
  * Every method of a {@link BoundStore} but `extendTimeout` is required, `refund` and `release`
  * included: a `RateLimiter` refuses a store without them at construction.
@@ -117,7 +119,9 @@ export {
   quotaOf,
 } from "./overrides.js";
 // the algorithms' constants a store in another language mirrors, and policies as plain data (for a store that rebuilds them elsewhere)
-export { CONCURRENCY_RETRY_MS, MAX_GCRA_SHIFT_US, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
+export { CONCURRENCY_RETRY_MS, MAX_GCRA_SHIFT_US, MAX_QUOTA, POLICY_KINDS, blockDurationMs, isPolicyKind, policyData, policyFromData } from "./algorithms/index.js";
+// what a store checks of a reply that crossed a wire before it becomes a decision
+export { MAX_AHEAD_US, MAX_CLOCK_SKEW_MS, type ReplyExpectations, storeClockProblem, storeResultProblem } from "./result-checks.js";
 // an allowed request's answer from the state it left (a store that gets the state back rather than the answer: the Redis fast path)
 export { allowedFromState } from "./algorithms/index.js";
 

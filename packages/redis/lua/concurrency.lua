@@ -4,7 +4,7 @@
 --     concurrency({ limit: 2, name: "exports" }),
 --     fixedWindow({ limit: 100, window: "1h", name: "per-hour" }),
 --   ]
--- (EVALSHA 0ff8d244fd71bedeab2cce8357ddb3db5bae3c0e; below this header, the script byte for byte)
+-- (EVALSHA 8494927030819ac9ffc2e49f44a7bda12a8d22f3; below this header, the script byte for byte)
 -- Sluice decide: concurrency "exports", fixedWindow "per-hour"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund, 'x' release), now in µs (test stores and
@@ -92,18 +92,18 @@ if stored[4] then
   if scale or quotas then
     -- the effective quota q of each policy: floor(quota × scale), or its entry in quotas (none: its own), within [1, max]
     local q
-    -- cc1: quota 2, at most 9007199254740991
+    -- cc1: quota 2, at most 4503599627370496
     if scale then q = floor(2 * scale) else q = quotas["exports"] end
     if q then
-      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q < 1 then q = 1 elseif q > 4503599627370496 then q = 4503599627370496 end
       if q ~= 2 then
         cc1_limit = q
       end
     end
-    -- fw2: quota 100, at most 9007199254740991
+    -- fw2: quota 100, at most 4503599627370496
     if scale then q = floor(100 * scale) else q = quotas["per-hour"] end
     if q then
-      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q < 1 then q = 1 elseif q > 4503599627370496 then q = 4503599627370496 end
       if q ~= 100 then
         fw2_limit = q
       end

@@ -5,7 +5,7 @@
 --     fixedWindow({ limit: 10_000, window: "1d", name: "per-day" }),
 --     tokenBucket({ capacity: 20, refillRate: 5, name: "burst" }),
 --   ]
--- (EVALSHA 39c9011b4a34ac0247a1dec6919b7f7517279523; below this header, the script byte for byte)
+-- (EVALSHA 57d65abdaf4709add09ad89bad42b0dae6ec00dc; below this header, the script byte for byte)
 -- Sluice decide: slidingWindow "per-minute", fixedWindow "per-day", tokenBucket "burst"
 -- KEYS[1]: the identifier's hash, one field per policy (and per penalty box) plus '@expires', '|override' and '|block'.
 -- ARGV: cost; optionally the mode ('c' consume, 'p' peek, 'r' refund), now in µs (test stores and
@@ -99,10 +99,10 @@ if stored[5] then
         sw1_limit, sw1_lw = q, q * 60000
       end
     end
-    -- fw2: quota 10000, at most 9007199254740991
+    -- fw2: quota 10000, at most 4503599627370496
     if scale then q = floor(10000 * scale) else q = quotas["per-day"] end
     if q then
-      if q < 1 then q = 1 elseif q > 9007199254740991 then q = 9007199254740991 end
+      if q < 1 then q = 1 elseif q > 4503599627370496 then q = 4503599627370496 end
       if q ~= 10000 then
         fw2_limit = q
       end

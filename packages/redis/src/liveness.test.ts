@@ -60,10 +60,16 @@ describe("through RedisStore and a limiter with default options", () => {
     vi.useRealTimers();
   });
 
-  /** An ioredis-shaped client: the key "stuck" is never answered, every other key at once. */
+  /**
+   * An ioredis-shaped client: the key "stuck" is never answered, every other key at once (with a
+   * fixed window's full answer at this process's clock: allowed, 9 left, the window ending in a minute).
+   */
   function client(): IORedisLike {
-    const reply = (key: string) =>
-      key.includes("stuck") ? new Promise<unknown>(() => {}) : Promise.resolve([Math.floor(performance.now()), 1, 9, 0, 0, 0, 0, 0]);
+    const answer = () => {
+      const now = Date.now();
+      return [now, 1, 9, now + 60_000, 0, 0, now + 60_000, 0];
+    };
+    const reply = (key: string) => (key.includes("stuck") ? new Promise<unknown>(() => {}) : Promise.resolve(answer()));
     return {
       evalsha: (_sha, _n, key) => reply(key as string),
       eval: (_script, _n, key) => reply(key as string),

@@ -2,26 +2,19 @@ import { SluiceConfigError, SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
   type ControlResult,
-  type Override,
-  type Policy,
   type StoreCommand,
-  type PolicyResult,
   type RefundCharge,
   type ReserveResult,
   type Store,
   type StoreNamespace,
   type StoreResult,
-  allowedFromState,
   assertNamespace,
   assertStoreCommand,
-  effectivePolicies,
   encodeKeyPart,
   namespaceKey,
-  overrideFromText,
 } from "@sluice/core/store";
-import { luaOf } from "./algorithms/index.js";
-import type { StateReply } from "./algorithms/definition.js";
 import { extraWaitMs } from "./liveness.js";
+import { ReplyReader } from "./replies.js";
 import { type ScriptLoadState, type ScriptTransport, runScript, scriptLoadState } from "./script-loader.js";
 import { CONTROL_OPS, type Script, controlScript, decideScript } from "./scripts.js";
 
@@ -147,17 +140,9 @@ class ScriptBinding implements BoundStore {
   /** The `control` script of this namespace (overrides and manual blocks), and its load state. */
   readonly #control: Script;
   readonly #controlLoads: ScriptLoadState;
-  readonly #policies: readonly Policy[];
-  readonly #names: string[];
-  readonly #limits: number[];
-  /** The effective quotas (`limit` of each result) under an override, by its body (a few bodies at a time). */
-  readonly #limitsByBody = new Map<string, number[]>();
-  /** The positions of the policies whose marks end the script's reply (the buckets: see `LuaAlgorithm.marks`). */
-  readonly #marked: number[];
-  /** Per policy, how the fast path sends its new state (`undefined`: it sends its answer's four numbers). */
-  readonly #stateReplies: (StateReply | undefined)[];
-  /** The length of the fast path's reply, without the override's body. */
-  readonly #compact: number;
+  /** Reads both scripts' replies: a decision only when their shape and ranges are right. */
+  readonly #replies: ReplyReader;
+  readonly #policyCount: number;
   /** `{` and the namespace part of core's `storageKey`: the identifier's key is this, the encoded key and `}`. */
   readonly #keyStart: string;
 
@@ -172,12 +157,8 @@ class ScriptBinding implements BoundStore {
     this.#loads = scriptLoadState(transport.client, this.#script.sha);
     this.#control = controlScript(namespace.policies);
     this.#controlLoads = scriptLoadState(transport.client, this.#control.sha);
-    this.#policies = namespace.policies;
-    this.#names = namespace.policies.map((p) => p.name);
-    this.#limits = namespace.policies.map((p) => p.limit);
-    this.#marked = namespace.policies.flatMap((p, i) => (luaOf(p).marks ? [i] : []));
-    this.#stateReplies = namespace.policies.map((p) => luaOf(p).stateReply?.(p));
-    this.#compact = 1 + this.#stateReplies.reduce((sum, r) => sum + (r === undefined ? 4 : r.width), 0) + this.#marked.length;
+    this.#replies = new ReplyReader(namespace.policies);
+    this.#policyCount = namespace.policies.length;
     this.#keyStart = `{${namespaceKey(namespace)}`;
   }
 
@@ -196,103 +177,19 @@ class ScriptBinding implements BoundStore {
     return mode === "c" ? [String(cost)] : [String(cost), mode];
   }
 
-  async #run(keys: string[], args: string[]): Promise<StoreResult> {
+  /** The time sent in `args` (µs: a test clock, `clock: "client"`), or `undefined` when the script reads `TIME`. */
+  #sentUs(args: readonly string[], at: number): number | undefined {
+    return this.testClock === undefined ? undefined : Number(args[at]);
+  }
+
+  async #run(keys: string[], args: string[], mode: "c" | "p" | "r" | "x", cost: number): Promise<StoreResult> {
     let reply: unknown;
     try {
       reply = await runScript(this.transport, this.#loads, this.#script, keys, args);
     } catch (error) {
       throw storeError(error, this.storeName, this.testClock !== undefined);
     }
-    return this.#parse(reply);
-  }
-
-  #parse(reply: unknown): StoreResult {
-    const n = this.#names.length;
-    const marked = this.#marked;
-    // the full form (now_ms, 7 numbers per policy) or the fast path's compact one (now_us, per
-    // policy its new state or the 4 numbers of its answer: remaining, resetAt, delayMs, refillAt),
-    // then the marks, then the body of the key's live override when it has one; the lengths differ
-    // by at least 3n, more than the override's 1
-    const full = 1 + 7 * n + marked.length;
-    const compact = this.#compact;
-    const size = Array.isArray(reply) ? reply.length : -1;
-    const length = size === compact || size === compact + 1 ? compact : full;
-    const body = size === length + 1 ? (reply as unknown[])[length] : undefined;
-    if (!Array.isArray(reply) || (size !== length && typeof body !== "string") || !numbersUpTo(reply, length)) {
-      throw new SluiceStoreError(
-        `[sluice] [redis] malformed reply from the decide script: expected ${full} (or ${compact}) integers; got ${preview(reply)}`,
-      );
-    }
-    // under an override, each result's limit is the policy's effective quota
-    const override = body === undefined ? undefined : overrideFromText(body as string);
-    const policies: PolicyResult[] = new Array(n);
-    let now = reply[0] as number;
-    if (length === compact) {
-      const nowUs = now;
-      now = Math.floor(nowUs / 1000);
-      // the policies in effect (an override's quotas): a state's answer is core's for them, and each limit theirs
-      const effective = override === undefined ? this.#policies : effectivePolicies(this.#policies, body as string);
-      let b = 1;
-      for (let i = 0; i < n; i++) {
-        const state = this.#stateReplies[i];
-        if (state !== undefined) {
-          const answer = allowedFromState(effective[i] as Policy, state.stored(reply, b, nowUs), nowUs);
-          if (answer === undefined) throw new SluiceStoreError(`[sluice] [redis] malformed reply from the decide script: a state core cannot read; got ${preview(reply)}`);
-          policies[i] = answer;
-          b += state.width;
-          continue;
-        }
-        policies[i] = {
-          policy: this.#names[i] as string,
-          allowed: true,
-          limit: (effective[i] as Policy).limit,
-          remaining: reply[b] as number,
-          resetAt: reply[b + 1] as number,
-          retryAfterMs: 0,
-          delayMs: reply[b + 2] as number,
-          refillAt: reply[b + 3] as number,
-        };
-        b += 4;
-      }
-    } else {
-      const limits = override === undefined ? this.#limits : this.#limitsUnder(body as string);
-      for (let i = 0; i < n; i++) {
-        const b = 1 + i * 7;
-        const retry = reply[b + 3] as number;
-        policies[i] = {
-          policy: this.#names[i] as string,
-          allowed: reply[b] === 1,
-          limit: limits[i] as number,
-          remaining: reply[b + 1] as number,
-          resetAt: reply[b + 2] as number,
-          retryAfterMs: retry < 0 ? Infinity : retry,
-          delayMs: reply[b + 4] as number,
-          refillAt: reply[b + 5] as number,
-        };
-        const blockedUntil = reply[b + 6] as number;
-        if (blockedUntil > 0) {
-          (policies[i] as PolicyResult).blocked = true;
-          (policies[i] as PolicyResult).blockedUntil = blockedUntil;
-        }
-      }
-    }
-    if (marked.length === 0) return override === undefined ? { now, policies } : { now, policies, override };
-    // the marks of an allowed consume (0 in any other reply), after the policies' numbers
-    const marks: number[] = new Array(n).fill(0);
-    const at = length - marked.length;
-    for (let j = 0; j < marked.length; j++) marks[marked[j] as number] = reply[at + j] as number;
-    return override === undefined ? { now, policies, marks } : { now, policies, marks, override };
-  }
-
-  /** The policies' effective quotas under the override `body` (core's `effectivePolicies`; an unlimited override keeps their own). */
-  #limitsUnder(body: string): number[] {
-    let limits = this.#limitsByBody.get(body);
-    if (limits === undefined) {
-      limits = effectivePolicies(this.#policies, body).map((p) => p.limit);
-      if (this.#limitsByBody.size >= 64) this.#limitsByBody.clear();
-      this.#limitsByBody.set(body, limits);
-    }
-    return limits;
+    return this.#replies.decide(reply, { mode, cost, sentUs: this.#sentUs(args, 2) });
   }
 
   consume(key: string, cost: number, lease?: number): Promise<StoreResult> {
@@ -302,7 +199,7 @@ class ScriptBinding implements BoundStore {
       if (args.length === 1) args.push("c", "");
       args.push(String(lease));
     }
-    return this.#run(this.#keys(key), args);
+    return this.#run(this.#keys(key), args, "c", cost);
   }
 
   /**
@@ -319,36 +216,18 @@ class ScriptBinding implements BoundStore {
     } catch (error) {
       throw storeError(error, this.storeName, this.testClock !== undefined);
     }
-    return this.#parseReserve(reply, units);
-  }
-
-  /**
-   * A reservation's reply: the fast path's compact form with the units granted after the marks
-   * (`{ now_us, states…, marks…, granted, override? }`), or, when nothing was granted, a peek's.
-   */
-  #parseReserve(reply: unknown, units: number): ReserveResult {
-    const size = Array.isArray(reply) ? reply.length : -1;
-    const reserved = this.#compact + 1;
-    if (size !== reserved && !(size === reserved + 1 && typeof (reply as unknown[])[reserved] === "string")) return { ...this.#parse(reply), granted: 0 };
-    const list = reply as unknown[];
-    const granted = list[reserved - 1];
-    if (typeof granted !== "number" || !Number.isSafeInteger(granted) || granted < 1 || granted > units) {
-      throw new SluiceStoreError(`[sluice] [redis] malformed reply from the decide script's reserve mode: expected from 1 to ${units} units granted; got ${preview(reply)}`);
-    }
-    // the compact form it extends, with the override's body when there is one
-    const compact = size === reserved ? list.slice(0, this.#compact) : [...list.slice(0, this.#compact), list[reserved]];
-    return { ...this.#parse(compact), granted };
+    return this.#replies.reserve(reply, { units, sentUs: this.#sentUs(args, 2) });
   }
 
   release(key: string, lease: number): Promise<StoreResult> {
     const args = this.#args(1, "x");
     if (args.length === 2) args.push(""); // no clock sent: the script reads TIME
     args.push(String(lease));
-    return this.#run(this.#keys(key), args);
+    return this.#run(this.#keys(key), args, "x", 1);
   }
 
   peek(key: string): Promise<StoreResult> {
-    return this.#run(this.#keys(key), this.#args(1, "p"));
+    return this.#run(this.#keys(key), this.#args(1, "p"), "p", 1);
   }
 
   refund(key: string, cost: number, charge: RefundCharge | undefined): Promise<StoreResult> {
@@ -357,11 +236,11 @@ class ScriptBinding implements BoundStore {
     if (charge !== undefined) {
       // when the request was charged, then its mark per policy (none known: 0, a bucket gives nothing back)
       args.push(String(charge.atMs));
-      for (let i = 0; i < this.#names.length; i++) args.push(String(charge.marks?.[i] ?? 0));
+      for (let i = 0; i < this.#policyCount; i++) args.push(String(charge.marks?.[i] ?? 0));
       // then what a unit of the charge weighed per policy (0: the price in force now)
-      if (charge.prices !== undefined) for (let i = 0; i < this.#names.length; i++) args.push(String(charge.prices[i] ?? 0));
+      if (charge.prices !== undefined) for (let i = 0; i < this.#policyCount; i++) args.push(String(charge.prices[i] ?? 0));
     }
-    return this.#run(this.#keys(key), args);
+    return this.#run(this.#keys(key), args, "r", cost);
   }
 
   /**
@@ -387,10 +266,7 @@ class ScriptBinding implements BoundStore {
     } catch (error) {
       throw storeError(error, this.storeName, this.testClock !== undefined, "control");
     }
-    if (!Array.isArray(reply) || !Number.isSafeInteger(reply[0]) || !(reply.length === 1 || (reply.length === 2 && typeof reply[1] === "string"))) {
-      throw new SluiceStoreError(`[sluice] [redis] malformed reply from the control script: expected now_ms and the override's body, if any; got ${preview(reply)}`);
-    }
-    return reply.length === 1 ? { now: reply[0] as number } : { now: reply[0] as number, override: reply[1] as string };
+    return this.#replies.control(reply, this.#sentUs(args, 1));
   }
 
   async reset(key: string): Promise<void> {
@@ -402,23 +278,6 @@ class ScriptBinding implements BoundStore {
   }
 }
 
-
-/** Whether the first `length` entries of `reply` are safe integers. */
-function numbersUpTo(reply: unknown[], length: number): boolean {
-  for (let i = 0; i < length; i++) if (!Number.isSafeInteger(reply[i])) return false;
-  return true;
-}
-
-/** A short, safe rendering of a reply for an error message. */
-function preview(reply: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(reply) ?? String(reply);
-  } catch {
-    text = String(reply);
-  }
-  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
-}
 
 /**
  * Throws a `SluiceConfigError` naming `option` (the constructor's parameter: `"client"`, `"redis"`)

@@ -42,7 +42,7 @@ import { testCachedDenials } from "./cached-denials.js";
 import { testKeySchema } from "./key-schema.js";
 import { type PlainDecision, type ReferenceCharge, ReferenceLimiter, plain } from "./reference.js";
 import { type PolicySpec, type VectorCase, isOverrideRead, policyFromSpec, policySpecArbitrary, runStep } from "./vectors.js";
-import { T0, uniquePrefix } from "./suite-shared.js";
+import { T0, deepRuns, uniquePrefix } from "./suite-shared.js";
 import recorded from "../vectors/vectors.json" with { type: "json" };
 
 /** Options of {@link testStore}. */
@@ -67,20 +67,6 @@ export interface TestStoreOptions {
   timeoutMs?: number;
 }
 
-
-/**
- * `SLUICE_PROPERTY_RUNS=<n>` in the environment: every property of the suite runs `n` times, on
- * every store (a deeper search than the suite's own counts, by hand: the reference-model and
- * invariant properties found the over-quota refill times with a few hundred runs where the suite's
- * 40–60 rarely do), with limits long enough for it. Unset: the counts each store asks for.
- */
-function deepRuns(): number | undefined {
-  const given = typeof process === "undefined" ? undefined : process.env.SLUICE_PROPERTY_RUNS;
-  if (given === undefined || given === "") return undefined;
-  const n = Number(given);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`SLUICE_PROPERTY_RUNS must be a positive whole number of runs; got ${JSON.stringify(given)}`);
-  return n;
-}
 
 /** Registers the conformance suite for one store. */
 export function testStore(options: TestStoreOptions): void {

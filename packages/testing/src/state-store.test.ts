@@ -3,12 +3,15 @@
  * `decideState`/`peekState`/`refundState`/`releaseState`/`reserveState`/`controlState` over a JSON state — passes
  * the same conformance suite as the stores Sluice ships, overrides and manual blocks included.
  * Each record goes through `JSON.stringify`/`JSON.parse`, as it would through a database or a KV
- * store.
+ * store, and every answer through core's `storeResultProblem`, as one that crossed a wire would: the
+ * checks must accept whatever the algorithms answer, in every sequence of the suite.
  */
+import { SluiceStoreError } from "@sluice/core";
 import {
   type BoundStore,
   type Store,
   type StoreNamespace,
+  type StoreResult,
   type StoredState,
   assertNamespace,
   controlState,
@@ -18,6 +21,7 @@ import {
   releaseState,
   reserveState,
   storageKey,
+  storeResultProblem,
 } from "@sluice/core/store";
 import { testStore } from "./conformance.js";
 
@@ -30,6 +34,12 @@ class JsonRecordStore implements Store {
     assertNamespace(namespace, "JsonRecordStore.bind");
     const records = this.#records;
     const nowUs = () => Math.floor(this.clock() * 1000);
+    // the answer at `nowUs` for a call that asked about `cost` (1 but for a consume), checked
+    const checked = (result: StoreResult, nowUs: number, cost = 1): StoreResult => {
+      const problem = storeResultProblem(namespace.policies, result, { nowMs: Math.floor(nowUs / 1000), cost });
+      if (problem !== undefined) throw new SluiceStoreError(`JsonRecordStore answered what no algorithm can: ${problem}`);
+      return result;
+    };
     const read = (id: string, now: number): StoredState | undefined => {
       const record = records.get(id);
       return record === undefined || record.expiresAtUs <= now ? undefined : (JSON.parse(record.json) as StoredState);
@@ -42,26 +52,26 @@ class JsonRecordStore implements Store {
         if (decided.state !== undefined) records.set(id, { json: JSON.stringify(decided.state), expiresAtUs: decided.expiresAtUs });
         // an allowed charge's marks go back to the limiter, which hands them to refund(); the
         // override that applied goes on the decision
-        return { now: Math.floor(now / 1000), policies: decided.policies, marks: decided.marks, override: decided.override };
+        return checked({ now: Math.floor(now / 1000), policies: decided.policies, marks: decided.marks, override: decided.override }, now, cost);
       },
       peek(key) {
         const now = nowUs();
         const peeked = peekState(namespace.policies, read(storageKey(namespace, key), now), now);
-        return { now: Math.floor(now / 1000), policies: peeked.policies, override: peeked.override };
+        return checked({ now: Math.floor(now / 1000), policies: peeked.policies, override: peeked.override }, now);
       },
       refund(key, cost, charge) {
         const id = storageKey(namespace, key);
         const now = nowUs();
         const refunded = refundState(namespace.policies, read(id, now), now, cost, charge);
         if (refunded.state !== undefined) records.set(id, { json: JSON.stringify(refunded.state), expiresAtUs: refunded.expiresAtUs });
-        return { now: Math.floor(now / 1000), policies: refunded.policies, override: refunded.override };
+        return checked({ now: Math.floor(now / 1000), policies: refunded.policies, override: refunded.override }, now);
       },
       release(key, lease) {
         const id = storageKey(namespace, key);
         const now = nowUs();
         const released = releaseState(namespace.policies, read(id, now), now, lease);
         if (released.state !== undefined) records.set(id, { json: JSON.stringify(released.state), expiresAtUs: released.expiresAtUs });
-        return { now: Math.floor(now / 1000), policies: released.policies, override: released.override };
+        return checked({ now: Math.floor(now / 1000), policies: released.policies, override: released.override }, now);
       },
       reserve(key, units, holdMs) {
         const id = storageKey(namespace, key);

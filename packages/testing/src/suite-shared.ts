@@ -14,3 +14,17 @@ export function uniquePrefix(label = "t"): string {
   prefixCounter += 1;
   return `conf-${label}-${Date.now().toString(36)}-${prefixCounter}-${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/**
+ * `SLUICE_PROPERTY_RUNS=<n>` in the environment: every property of the suite runs `n` times, on
+ * every store (a deeper search than the suite's own counts, by hand: the reference-model and
+ * invariant properties found the over-quota refill times with a few hundred runs where the suite's
+ * 40–60 rarely do), with limits long enough for it. Unset: the counts each store asks for.
+ */
+export function deepRuns(): number | undefined {
+  const given = typeof process === "undefined" ? undefined : process.env.SLUICE_PROPERTY_RUNS;
+  if (given === undefined || given === "") return undefined;
+  const n = Number(given);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`SLUICE_PROPERTY_RUNS must be a positive whole number of runs; got ${JSON.stringify(given)}`);
+  return n;
+}

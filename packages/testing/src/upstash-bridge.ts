@@ -28,6 +28,9 @@
  * script as the client sent it (`EVALSHA` of it runs the rewritten script; `SCRIPT LOAD` answers
  * it), so a client's script cache works unchanged. Every other script passes as sent.
  *
+ * Hostile mode (`scriptReply`): script calls are answered with a result the test chose, as JSON
+ * text, so that `@upstash/redis` parses a misbehaving server's reply for real.
+ *
  * Commands that would change the state of the shared connection (`MULTI`, `EXEC`, `WATCH`,
  * `SUBSCRIBE`, `SELECT`, `CLIENT REPLY`, …) are refused with a 400 error, as the Upstash REST API
  * refuses them. Blocking commands (`BLPOP`, …) work but block the bridge's single connection.
@@ -53,6 +56,13 @@ export interface UpstashBridgeOptions {
    * @default a free port picked by the operating system
    */
   port?: number;
+  /**
+   * A hostile server, for tests of what a store makes of a reply: every script call (`EVAL`,
+   * `EVALSHA` and their `_RO` forms) is answered with what this returns instead of Redis's reply —
+   * `{ result }`, the JSON text of the result as sent (numbers of any size, strings already in
+   * base64 when `base64` is true), or `{ error }`, a failed command. Other commands go to Redis.
+   */
+  scriptReply?: (command: readonly string[], base64: boolean) => { result: string } | { error: string };
 }
 
 /** HTTP requests served by a bridge, counted since start or the last `resetCounts()`. */
@@ -89,6 +99,16 @@ export interface UpstashBridge {
 }
 
 type Arg = string | number | boolean;
+
+const SCRIPT_CALLS = new Set(["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"]);
+
+/**
+ * A result whose JSON text is given as it is (a hostile reply: see `scriptReply`), written into the
+ * response body in place of the placeholder string that stands for it.
+ */
+class RawResult {
+  constructor(readonly text: string) {}
+}
 type Command = string[];
 type Item = { result: unknown } | { error: string };
 
@@ -218,7 +238,12 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const json = JSON.stringify(body);
+  // raw results (hostile replies) go in as their text, in place of a placeholder
+  const raws: string[] = [];
+  const json = JSON.stringify(body, (_key, value: unknown) => (value instanceof RawResult ? `\u0000raw${raws.push(value.text) - 1}` : value)).replace(
+    /"\\u0000raw(\d+)"/g,
+    (_match, i: string) => raws[Number(i)] as string,
+  );
   res.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(json),
@@ -276,6 +301,14 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
   /** Client script SHA-1 → the SHA-1 of the script as rewritten for redis-server. */
   const shas = new Map<string, string>();
 
+  /** A hostile answer to a script call (see `scriptReply`): the raw result, or a refused command. */
+  function hostile(command: Command, base64: boolean): RawResult | undefined {
+    if (options.scriptReply === undefined || !SCRIPT_CALLS.has(command[0]!.toUpperCase())) return undefined;
+    const answer = options.scriptReply(command, base64);
+    if ("error" in answer) throw new RefusedCommand(answer.error);
+    return new RawResult(answer.result);
+  }
+
   async function sendTranslated(command: Command): Promise<unknown> {
     const t = translateScripts(command, shas);
     const reply: unknown = await redis.sendCommand(t.command);
@@ -286,9 +319,9 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
     const refused = refusal(command);
     if (refused !== undefined) throw new HttpError(400, refused);
     try {
-      return { result: encodeValue(await sendTranslated(command), base64, true) };
+      return { result: hostile(command, base64) ?? encodeValue(await sendTranslated(command), base64, true) };
     } catch (error) {
-      if (error instanceof ErrorReply) throw new HttpError(400, error.message);
+      if (error instanceof ErrorReply || error instanceof RefusedCommand) throw new HttpError(400, error.message);
       throw unavailable(error);
     }
   }
@@ -296,13 +329,14 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
   async function pipeline(commands: Command[], base64: boolean): Promise<Item[]> {
     // All sent in the same tick: node-redis writes them back to back on the one connection.
     const settled = await Promise.allSettled(
-      commands.map((command) => {
+      commands.map(async (command) => {
         const refused = refusal(command);
-        return refused !== undefined ? Promise.reject(new RefusedCommand(refused)) : sendTranslated(command);
+        if (refused !== undefined) throw new RefusedCommand(refused);
+        return hostile(command, base64) ?? sendTranslated(command);
       }),
     );
     return settled.map((outcome): Item => {
-      if (outcome.status === "fulfilled") return { result: encodeValue(outcome.value, base64, true) };
+      if (outcome.status === "fulfilled") return { result: outcome.value instanceof RawResult ? outcome.value : encodeValue(outcome.value, base64, true) };
       const reason: unknown = outcome.reason;
       if (reason instanceof ErrorReply || reason instanceof RefusedCommand) return { error: reason.message };
       throw unavailable(reason);

@@ -234,6 +234,43 @@ export function positiveInt(value: unknown, option: string): number {
   return value;
 }
 
+/**
+ * The largest quota any policy may have (2^52): a window's `limit`, a bucket's `capacity`, `burst`
+ * and `queue`, a concurrency cap's `limit`, and every quota an override gives (its `scale` or
+ * `quotas`). Below it, every number a store answers (counts, remaining units, times in µs and ms,
+ * a bucket's marks) stays below 2^53 − 64, where every Redis client parses integers exactly:
+ * node-redis 5 reads a RESP integer digit by digit in doubles (`n * 10 + digit`), which is off by
+ * one within 57 of 2^53 (9007199254740991 reads as 9007199254740992).
+ *
+ * @example
+ * ```ts
+ * import { MAX_QUOTA, fixedWindow } from "@sluice/core";
+ * fixedWindow({ limit: MAX_QUOTA, window: "1d" }); // the largest limit there is
+ * ```
+ */
+export const MAX_QUOTA = 2 ** 52;
+
+/** A quota option (`limit`, `capacity`, `burst`): a positive safe integer of at most {@link MAX_QUOTA}. */
+export function quotaInt(value: unknown, option: string): number {
+  const quota = positiveInt(value, option);
+  if (quota > MAX_QUOTA) throw tooLarge(quota, option);
+  return quota;
+}
+
+/** A queue: a non-negative safe integer of at most {@link MAX_QUOTA}. */
+export function queueInt(value: unknown, option: string): number {
+  const queue = nonNegativeInt(value, option);
+  if (queue > MAX_QUOTA) throw tooLarge(queue, option);
+  return queue;
+}
+
+function tooLarge(value: number, option: string): SluiceConfigError {
+  return new SluiceConfigError(
+    `${option} must be at most 2^52 (${MAX_QUOTA}), so that every number a store answers stays exact on every Redis client; got ${value}`,
+    { option },
+  );
+}
+
 export function nonNegativeInt(value: unknown, option: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
     throw new SluiceConfigError(`${option} must be a non-negative safe integer; got ${describe(value)}`, { option });

@@ -15,7 +15,7 @@
 import { SluiceConfigError, describe } from "../errors.js";
 import type { PolicyResult } from "../types.js";
 import { type ConcurrencyPolicy, concurrencyAlgorithm } from "./concurrency/index.js";
-import { type AlgorithmDefinition, isCount, isName } from "./definition.js";
+import { type AlgorithmDefinition, MAX_QUOTA, isCount, isName } from "./definition.js";
 import { type FixedWindowPolicy, fixedWindowAlgorithm } from "./fixedWindow/index.js";
 import { type LeakyBucketPolicy, leakyBucketAlgorithm } from "./leakyBucket/index.js";
 import { isBlockSpec } from "./penalty-box.js";
@@ -24,7 +24,7 @@ import { type SlidingWindowPolicy, slidingWindowAlgorithm } from "./slidingWindo
 import { type TokenBucketPolicy, tokenBucketAlgorithm } from "./tokenBucket/index.js";
 
 export type { AlgorithmDefinition, PolicyCommon, BlockSpec } from "./definition.js";
-export { validateName } from "./definition.js";
+export { MAX_QUOTA, validateName } from "./definition.js";
 export { type BlockOption, blockDurationMs } from "./penalty-box.js";
 export type { WindowOptions } from "./window.js";
 export { type FixedWindowPolicy, fixedWindow } from "./fixedWindow/index.js";
@@ -76,13 +76,14 @@ export function quotaUnitOf(policy: Pick<Policy, "kind">): string | undefined {
 
 /**
  * True if `value` is a policy as the factories make them: a kind of the registry, a valid name and
- * every parameter its algorithm reads, as positive safe integers (so a hand-made object cannot slip
- * non-integers into the arithmetic).
+ * every parameter its algorithm reads, as positive safe integers, its quota at most {@link MAX_QUOTA}
+ * (so a hand-made object cannot slip non-integers, or numbers no client reads back exactly, into
+ * the arithmetic).
  */
 export function isPolicy(value: unknown): value is Policy {
   if (typeof value !== "object" || value === null) return false;
   const p = value as Record<string, unknown>;
-  if (!isPolicyKind(p.kind) || !isName(p.name) || !isCount(p.limit) || !isCount(p.windowSeconds) || !isBlockSpec(p.block)) return false;
+  if (!isPolicyKind(p.kind) || !isName(p.name) || !isCount(p.limit) || p.limit > MAX_QUOTA || !isCount(p.windowSeconds) || !isBlockSpec(p.block)) return false;
   return ALGORITHMS[p.kind].isValid(p);
 }
 

@@ -4,12 +4,12 @@
  * @module
  */
 import { type Duration, formatMs, toMs } from "../duration.js";
-import { type AlgorithmDefinition, type PolicyCommon, type ReservationRule, ceilDiv, isDurationMs, positiveInt, requireObject, validateName } from "./definition.js";
+import { type AlgorithmDefinition, MAX_QUOTA, type PolicyCommon, type ReservationRule, ceilDiv, isDurationMs, quotaInt, requireObject, validateName } from "./definition.js";
 import { type BlockOption, blockOf } from "./penalty-box.js";
 
 /** Options of the three window algorithms. */
 export interface WindowOptions {
-  /** Requests (cost units) allowed per window: a positive safe integer. */
+  /** Requests (cost units) allowed per window: a positive integer of at most 2^52 (`MAX_QUOTA`). */
   limit: number;
   /** The window: milliseconds or a string like `"1m"`; at most 2^31-1 ms. */
   window: Duration;
@@ -28,7 +28,7 @@ export interface WindowPolicy<K extends string> extends PolicyCommon {
 /** Parses the options of a window algorithm named `kind`. */
 export function windowPolicy<K extends string>(kind: K, options: unknown): WindowPolicy<K> {
   requireObject(options, kind);
-  const limit = positiveInt(options.limit, "limit");
+  const limit = quotaInt(options.limit, "limit");
   const windowMs = toMs(options.window, "window");
   const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : validateName(options.name, "name");
   return Object.freeze({ kind, name, limit, windowMs, windowSeconds: ceilDiv(windowMs, 1000), ...blockOf(options.block) });
@@ -42,7 +42,7 @@ export function windowPolicy<K extends string>(kind: K, options: unknown): Windo
 export function windowParts<P extends WindowPolicy<string>>(
   factory: (options: WindowOptions) => P,
   isValid: (policy: Record<string, unknown>) => boolean = () => true,
-  maxQuota: (policy: P) => number = () => Number.MAX_SAFE_INTEGER,
+  maxQuota: (policy: P) => number = () => MAX_QUOTA,
 ): Pick<AlgorithmDefinition<P>, "leases" | "create" | "options" | "isValid" | "maxCost" | "maxQuota" | "withQuota"> {
   return {
     leases: false,

@@ -152,9 +152,11 @@ export interface StateReply {
   lua(p: string): readonly string[];
   /**
    * The policy's state in core's stored form (`[expiresUs, ...numbers]`, the expiry unread: 0)
-   * from the numbers at `reply[at]` and on (checked to be safe integers) and the script's now (µs).
+   * from the numbers at `reply[at]` and on (checked to be safe integers) and the script's now (µs),
+   * or `undefined` when they are no state an allowed consume can leave under `policy` (the policy
+   * in effect for the key: its own, or an override's): nothing charged, or more than its quota.
    */
-  stored(reply: readonly unknown[], at: number, nowUs: number): number[];
+  stored(reply: readonly unknown[], at: number, nowUs: number, policy: Policy): number[] | undefined;
 }
 
 /** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */

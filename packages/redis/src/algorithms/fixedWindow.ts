@@ -16,7 +16,11 @@ export const fixedWindowLua: LuaAlgorithm<FixedWindowPolicy> = {
   stateReply: (policy) => ({
     width: 1,
     lua: (p) => [`${p}_new_count`],
-    stored: (reply, at, nowUs) => [0, Math.floor(Math.floor(nowUs / 1000) / policy.windowMs), reply[at] as number],
+    stored: (reply, at, nowUs, effective) => {
+      // an allowed consume leaves 1 to limit units counted
+      const count = reply[at] as number;
+      return count >= 1 && count <= effective.limit ? [0, Math.floor(Math.floor(nowUs / 1000) / policy.windowMs), count] : undefined;
+    },
   }),
   part(policy, p, i) {
     const stored = `stored[${i}]`;

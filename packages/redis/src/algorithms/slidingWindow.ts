@@ -17,7 +17,17 @@ export const slidingWindowLua: LuaAlgorithm<SlidingWindowPolicy> = {
   stateReply: (policy) => ({
     width: 2,
     lua: (p) => [`${p}_new_previous`, `${p}_new_current`],
-    stored: (reply, at, nowUs) => [0, Math.floor(Math.floor(nowUs / 1000) / policy.windowMs), reply[at] as number, reply[at + 1] as number],
+    stored: (reply, at, nowUs, effective) => {
+      const previous = reply[at] as number;
+      const current = reply[at + 1] as number;
+      const W = policy.windowMs;
+      const nowMs = Math.floor(nowUs / 1000);
+      const window = Math.floor(nowMs / W);
+      // an allowed consume counted 1 to limit units now, and the weighted sum is within the quota:
+      // previous × (W − into) + current × W <= limit × W (the products of a state beyond it only grow)
+      const fits = current >= 1 && current <= effective.limit && previous >= 0 && previous * (W - (nowMs - window * W)) <= (effective.limit - current) * W;
+      return fits ? [0, window, previous, current] : undefined;
+    },
   }),
   part(policy, p, i) {
     const stored = `stored[${i}]`;

@@ -10,7 +10,7 @@
  */
 import { type Duration, toMs } from "../../duration.js";
 import { SluiceConfigError, describe } from "../../errors.js";
-import { type AlgorithmDefinition, type PolicyCommon, ceilDiv, isDurationMs, positiveInt, requireObject, result, validateName } from "../definition.js";
+import { type AlgorithmDefinition, MAX_QUOTA, type PolicyCommon, ceilDiv, isDurationMs, quotaInt, requireObject, result, validateName } from "../definition.js";
 
 /**
  * A cap on requests in flight per key: each allowed request holds a lease (one slot, whatever its
@@ -28,7 +28,7 @@ export interface ConcurrencyPolicy extends PolicyCommon {
 
 /** Options of {@link concurrency}. */
 export interface ConcurrencyOptions {
-  /** Requests of one key that may be in flight at once: a positive safe integer. */
+  /** Requests of one key that may be in flight at once: a positive integer of at most 2^52 (`MAX_QUOTA`). */
   limit: number;
   /**
    * How long a lease lives if it is never released (the instance crashed, the connection was
@@ -68,7 +68,7 @@ export interface ConcurrencyOptions {
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyPolicy {
   requireObject(options, "concurrency");
-  const limit = positiveInt(options.limit, "limit");
+  const limit = quotaInt(options.limit, "limit");
   const leaseMs = options.lease === undefined ? 30_000 : toMs(options.lease, "lease");
   if ((options as { block?: unknown }).block !== undefined) {
     throw new SluiceConfigError(
@@ -122,7 +122,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
   options: (p) => ({ limit: p.limit, lease: p.leaseMs }),
   isValid: (p) => p.block === undefined && isDurationMs(p.leaseMs),
   maxCost: () => Infinity, // one slot per request, whatever its cost
-  maxQuota: () => Number.MAX_SAFE_INTEGER,
+  maxQuota: () => MAX_QUOTA,
   withQuota: (p, quota) => Object.freeze({ ...p, limit: quota }),
   quotaUnit: "concurrent-requests",
 

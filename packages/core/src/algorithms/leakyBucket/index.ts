@@ -5,7 +5,7 @@
  * @module
  */
 import { type Duration, formatMs, toMs } from "../../duration.js";
-import { type AlgorithmDefinition, type PolicyCommon, nonNegativeInt, positiveInt, requireObject, validateName } from "../definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, positiveInt, queueInt, quotaInt, requireObject, validateName } from "../definition.js";
 import { ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
 import { type BlockOption, blockOf } from "../penalty-box.js";
 
@@ -26,11 +26,11 @@ export interface LeakyBucketOptions {
   rate: number;
   /** The period of `rate`, e.g. `"1s"`. */
   period: Duration;
-  /** Requests that may pass at once on an empty bucket: a positive safe integer. */
+  /** Requests that may pass at once on an empty bucket: a positive integer of at most 2^52 (`MAX_QUOTA`). */
   burst: number;
   /**
    * Requests beyond the burst that are admitted with a `delayMs` (traffic shaping) instead of
-   * denied: a non-negative integer.
+   * denied: a non-negative integer of at most 2^52 (`MAX_QUOTA`).
    * @default 0
    */
   queue?: number;
@@ -54,8 +54,8 @@ export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
   requireObject(options, "leakyBucket");
   const rate = positiveInt(options.rate, "rate");
   const periodMs = toMs(options.period, "period");
-  const burst = positiveInt(options.burst, "burst");
-  const queue = options.queue === undefined ? 0 : nonNegativeInt(options.queue, "queue");
+  const burst = quotaInt(options.burst, "burst");
+  const queue = options.queue === undefined ? 0 : queueInt(options.queue, "queue");
   const emissionIntervalUs = gcraTiming(rate, periodMs, burst, queue, "burst");
   const name =
     options.name === undefined

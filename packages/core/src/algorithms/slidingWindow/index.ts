@@ -8,7 +8,7 @@
  * @module
  */
 import { SluiceConfigError } from "../../errors.js";
-import { type AlgorithmDefinition, numericState, result } from "../definition.js";
+import { type AlgorithmDefinition, MAX_QUOTA, numericState, result } from "../definition.js";
 import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy, windowReservation } from "../window.js";
 
 /** Counts of the previous and current window, the previous one weighted by how much of it overlaps. */
@@ -63,7 +63,7 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = 
     slidingWindow,
     (p) => (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER,
     // the weighted count (limit × window) stays a safe integer
-    (p) => Math.floor(Number.MAX_SAFE_INTEGER / p.windowMs),
+    (p) => Math.min(MAX_QUOTA, Math.floor(Number.MAX_SAFE_INTEGER / p.windowMs)),
   ),
   kind: "slidingWindow",
   code: "sw",

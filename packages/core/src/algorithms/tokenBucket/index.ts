@@ -5,7 +5,7 @@
  * @module
  */
 import { type Duration, formatMs, toMs } from "../../duration.js";
-import { type AlgorithmDefinition, type PolicyCommon, positiveInt, requireObject, validateName } from "../definition.js";
+import { type AlgorithmDefinition, type PolicyCommon, positiveInt, quotaInt, requireObject, validateName } from "../definition.js";
 import { ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
 import { type BlockOption, blockOf } from "../penalty-box.js";
 
@@ -25,7 +25,7 @@ export interface TokenBucketPolicy extends PolicyCommon {
 
 /** Options of {@link tokenBucket}. */
 export interface TokenBucketOptions {
-  /** Tokens the bucket holds when full (the burst): a positive safe integer. */
+  /** Tokens the bucket holds when full (the burst): a positive integer of at most 2^52 (`MAX_QUOTA`). */
   capacity: number;
   /** Tokens added per `interval`: a positive safe integer. */
   refillRate: number;
@@ -48,7 +48,7 @@ export interface TokenBucketOptions {
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   requireObject(options, "tokenBucket");
-  const capacity = positiveInt(options.capacity, "capacity");
+  const capacity = quotaInt(options.capacity, "capacity");
   const refillRate = positiveInt(options.refillRate, "refillRate");
   const intervalMs = options.interval === undefined ? 1000 : toMs(options.interval, "interval");
   const emissionIntervalUs = gcraTiming(refillRate, intervalMs, capacity, 0, "capacity");
