@@ -42,6 +42,8 @@ export interface DecideCall {
   readonly cost: number;
   /** The time sent (µs), or `undefined` when the script reads Redis `TIME`. */
   readonly sentUs: number | undefined;
+  /** A reservation's hold (µs): how much further than a consume's its state may reach. */
+  readonly holdUs?: number;
 }
 
 /** A malformed reply of `script`: what is wrong with it, and a short rendering of it. */
@@ -93,7 +95,7 @@ export class ReplyReader {
     let result: StoreResult;
     if (compact) {
       if (call.mode !== "c") throw malformed("decide", "the fast path's form answers only a consume", reply);
-      result = this.#fromCompact(list, body, call.sentUs);
+      result = this.#fromCompact(list, body, call.sentUs, call.holdUs ?? 0);
     } else {
       result = this.#fromFull(list, body);
     }
@@ -110,7 +112,7 @@ export class ReplyReader {
    * marks (`{ now_us, states…, marks…, granted, override? }`), granted from 1 to the units asked;
    * or, when nothing was granted, a peek's full form. A `SluiceStoreError` when it is neither.
    */
-  reserve(reply: unknown, call: { readonly units: number; readonly sentUs: number | undefined }): ReserveResult {
+  reserve(reply: unknown, call: { readonly units: number; readonly holdMs: number; readonly sentUs: number | undefined }): ReserveResult {
     const size = Array.isArray(reply) ? reply.length : -1;
     const granting = this.#compact + 1;
     if (size !== granting && size !== granting + 1) return { ...this.decide(reply, { mode: "p", cost: 1, sentUs: call.sentUs }), granted: 0 };
@@ -121,7 +123,7 @@ export class ReplyReader {
     }
     // the compact form it extends (a consume of the units granted), with the override's body when there is one
     const compact = size === granting ? list.slice(0, this.#compact) : [...list.slice(0, this.#compact), list[granting]];
-    return { ...this.decide(compact, { mode: "c", cost: granted, sentUs: call.sentUs }), granted };
+    return { ...this.decide(compact, { mode: "c", cost: granted, sentUs: call.sentUs, holdUs: call.holdMs * 1000 }), granted };
   }
 
   /** The full form: every policy's 7 numbers, the marks (all 0), the override. */
@@ -164,7 +166,7 @@ export class ReplyReader {
   }
 
   /** The compact form: now in µs, each policy's new state or answer, the charge's marks, the override. */
-  #fromCompact(reply: readonly number[], body: string | undefined, sentUs: number | undefined): StoreResult {
+  #fromCompact(reply: readonly number[], body: string | undefined, sentUs: number | undefined, holdUs: number): StoreResult {
     const nowUs = reply[0] as number;
     const now = Math.floor(nowUs / 1000);
     // the clock first, every answer below being computed from it: a time sent comes back to the µs
@@ -178,7 +180,7 @@ export class ReplyReader {
     for (let i = 0; i < policies.length; i++) {
       const policy = effective[i] as Policy;
       const state = this.#stateReplies[i];
-      const r = state === undefined ? answerOf(policy, reply, b) : stateAnswer(state, policy, reply, b, nowUs);
+      const r = state === undefined ? answerOf(policy, reply, b) : stateAnswer(state, policy, reply, b, nowUs, holdUs);
       // an allowed consume charged at least one unit: never the whole quota left
       if (r === undefined || r.remaining >= policy.limit) throw malformed("decide", `policies[${i}]'s state is none an allowed consume leaves`, reply);
       results[i] = r;
@@ -232,8 +234,8 @@ function answerOf(policy: Policy, reply: readonly number[], at: number): PolicyR
 }
 
 /** A policy's answer sent as its new state: core's answer from that state, or `undefined` when it is none an allowed consume leaves. */
-function stateAnswer(state: StateReply, policy: Policy, reply: readonly number[], at: number, nowUs: number): PolicyResult | undefined {
-  const stored = state.stored(reply, at, nowUs, policy);
+function stateAnswer(state: StateReply, policy: Policy, reply: readonly number[], at: number, nowUs: number, holdUs: number): PolicyResult | undefined {
+  const stored = state.stored(reply, at, nowUs, policy, holdUs);
   return stored === undefined ? undefined : allowedFromState(policy, stored, nowUs);
 }
 

@@ -216,7 +216,7 @@ class ScriptBinding implements BoundStore {
     } catch (error) {
       throw storeError(error, this.storeName, this.testClock !== undefined);
     }
-    return this.#replies.reserve(reply, { units, sentUs: this.#sentUs(args, 2) });
+    return this.#replies.reserve(reply, { units, holdMs, sentUs: this.#sentUs(args, 2) });
   }
 
   release(key: string, lease: number): Promise<StoreResult> {

@@ -117,6 +117,9 @@ describe.each(clients)("$name", ({ name, make }) => {
     const sent = await clientCommands(async () => {
       for (let i = 0; i < 25; i++) expect((await limiter.limit(`user:${i % 3}`)).reason).toBe("ok");
     });
+    // a client's own connection checks are not the store's calls (node-redis may send INFO when it
+    // checks a connection again on a loaded machine)
+    delete sent.info;
     expect(sent).toEqual({ evalsha: 25 });
     if (name === "upstash") expect(bridge.counts.total).toBe(25);
     await close();

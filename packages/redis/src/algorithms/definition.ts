@@ -155,8 +155,9 @@ export interface StateReply {
    * from the numbers at `reply[at]` and on (checked to be safe integers) and the script's now (µs),
    * or `undefined` when they are no state an allowed consume can leave under `policy` (the policy
    * in effect for the key: its own, or an override's): nothing charged, or more than its quota.
+   * `holdUs`: the hold of a reservation (its reserve mode), whose state may reach that much further.
    */
-  stored(reply: readonly unknown[], at: number, nowUs: number, policy: Policy): number[] | undefined;
+  stored(reply: readonly unknown[], at: number, nowUs: number, policy: Policy, holdUs?: number): number[] | undefined;
 }
 
 /** A Lua string literal (policy names are visible ASCII; JSON's escapes are valid Lua). */

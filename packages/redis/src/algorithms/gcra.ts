@@ -169,11 +169,12 @@ export function gcraLua<P extends GcraPolicy>(sizes: (policy: P) => string): Lua
   const stateReply: StateReply = {
     width: 1,
     lua: (p) => [`${p}_new_tat`],
-    stored: (reply, at, nowUs, effective) => {
-      // an allowed charge puts the TAT after now, by at most the burst's span (burst × T)
+    stored: (reply, at, nowUs, effective, holdUs = 0) => {
+      // an allowed charge puts the TAT after now, by at most the burst's span (burst × T), and a
+      // reservation's by its hold more
       const tat = reply[at] as number;
       const { burst, emissionIntervalUs } = effective as GcraPolicy;
-      return tat > nowUs && tat <= nowUs + burst * emissionIntervalUs ? [0, tat] : undefined;
+      return tat > nowUs && tat <= nowUs + holdUs + burst * emissionIntervalUs ? [0, tat] : undefined;
     },
   };
   return {
