@@ -3,9 +3,10 @@
  * app**, measured in process: each Hono app of `http-apps.ts` driven by `app.fetch(request)` in a
  * loop (no socket, no HTTP parser, no load generator sharing the cores), so the difference between
  * two contenders is the middleware's work per request, its headers written through Hono included.
- * `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op middleware, the bare app
- * and hono-rate-limiter (its `MemoryStore`, draft-6 headers), with every request allowed and with
- * every request denied (a quota of 100 per day, spent before the rounds).
+ * `@sluice/hono` (memory store, fixed window, its default headers: IETF + legacy) beside a no-op
+ * middleware, the bare app and hono-rate-limiter (its `MemoryStore`) twice: as its users configure
+ * it (draft-6 headers) and writing the same header set as `@sluice/hono`; with every request allowed
+ * and with every request denied (a quota of 100 per day, spent before the rounds).
  *
  * Each app runs in its own child process (bundled like the published build), as in a deployment;
  * this process drives them in alternating slices within interleaved rounds (`lib/harness.ts`), each
@@ -20,10 +21,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { bundleEntry } from "./lib/bundle.js";
 import { type Contender, type ThroughputOptions, type ThroughputResult, measureThroughput } from "./lib/harness.js";
-import { type MachineInfo, loadAvgNow, machineInfo, markdownTable, runIfMain } from "./lib/report.js";
+import { type MachineInfo, type Target, loadAvgNow, machineInfo, markdownTable, runIfMain, target, verdict } from "./lib/report.js";
 import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
 import { APP_CONTENDERS, APP_DENIED, type AppRunReply } from "./app-cost-contenders.js";
-import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, NOOP, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
+import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, HONO_RATE_LIMITER_SAME, NOOP, SLUICE_DEFAULT, SLUICE_DENIED } from "./http-apps.js";
 
 export interface AppCostOptions extends ThroughputOptions {
   /** Child processes measuring every contender in turn, their rounds pooled. @default 1 */
@@ -41,7 +42,7 @@ export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   // a round's figure is the median of its 8 slices (a burst of other work slows one, not the round)
   roundFigure: "median",
   processes: 2,
-  stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
+  stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, HONO_RATE_LIMITER_DENIED],
   maxRounds: 31,
   budgetMs: 5_000,
 };
@@ -54,16 +55,28 @@ export const OWN = (name: string) => `${name}'s own cost`;
 
 /** The ratios of time per request: `[contender, against]`; `OWN(x)` compares own costs (less the bare app). */
 export const APP_RATIOS: readonly (readonly [string, string])[] = [
-  [SLUICE_IETF, NOOP],
-  [SLUICE_IETF, HONO_RATE_LIMITER],
-  [SLUICE_IETF, OWN(HONO_RATE_LIMITER)],
+  [SLUICE_DEFAULT, NOOP],
+  [SLUICE_DEFAULT, HONO_RATE_LIMITER],
+  [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER)],
+  [SLUICE_DEFAULT, HONO_RATE_LIMITER_SAME],
+  [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER_SAME)],
   [HONO_RATE_LIMITER, NOOP],
+  [HONO_RATE_LIMITER_SAME, NOOP],
   [SLUICE_DENIED, NOOP],
   [SLUICE_DENIED, HONO_RATE_LIMITER_DENIED],
   [SLUICE_DENIED, OWN(HONO_RATE_LIMITER_DENIED)],
   [HONO_RATE_LIMITER_DENIED, NOOP],
   [NOOP, BARE],
 ];
+
+/**
+ * Targets from the issue: `@sluice/hono`'s time per request (its default headers) at most
+ * hono-rate-limiter's, as its users configure it and with the same header set.
+ */
+export const APP_TARGETS: ReadonlyMap<string, number> = new Map([
+  [`${SLUICE_DEFAULT} ÷ ${HONO_RATE_LIMITER}`, 1],
+  [`${SLUICE_DEFAULT} ÷ ${HONO_RATE_LIMITER_SAME}`, 1],
+]);
 
 export interface AppRow {
   readonly name: string;
@@ -78,6 +91,8 @@ export interface AppRatio {
   readonly contender: string;
   readonly against: string;
   readonly stat: RatioStat;
+  /** Its target (from {@link APP_TARGETS}), if it has one. */
+  readonly target?: Target;
 }
 
 export interface AppCostReport {
@@ -186,7 +201,9 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
     if (!names.includes(contender) || (ownOf === undefined && !names.includes(against)) || (ownOf !== undefined && bare === undefined)) continue;
     const a = ownOf === undefined ? (us.get(contender) as number[]) : own(contender);
     const b = ownOf === undefined ? (us.get(against) as number[]) : own(ownOf);
-    ratios.push({ contender, against, stat: ratioStat(a.map((x, i) => x / (b[i] as number))) });
+    const stat = ratioStat(a.map((x, i) => x / (b[i] as number)));
+    const bound = APP_TARGETS.get(`${contender} ÷ ${against}`);
+    ratios.push({ contender, against, stat, ...(bound === undefined ? {} : { target: target(against, "<=", bound, stat.median) }) });
   }
   return {
     benchmark: "app",
@@ -211,9 +228,14 @@ export function appTable(report: AppCostReport): string {
 /** The table of ratios of time per request (lower is cheaper). */
 export function appRatioTable(report: AppCostReport, previous?: (r: AppRatio) => string): string {
   return markdownTable(
-    ["time per request", "ratio (95% interval)", ...(previous ? ["previous run"] : [])],
-    report.ratios.map((r) => [`${r.against.endsWith("'s own cost") ? `${r.contender}'s own cost` : r.contender} ÷ ${r.against}`, formatStat(r.stat), ...(previous ? [previous(r)] : [])]),
-    ["l", "r", ...(previous ? (["r"] as const) : [])],
+    ["time per request", "ratio (95% interval)", "target", ...(previous ? ["previous run"] : [])],
+    report.ratios.map((r) => [
+      `${r.against.endsWith("'s own cost") ? `${r.contender}'s own cost` : r.contender} ÷ ${r.against}`,
+      formatStat(r.stat),
+      r.target === undefined ? "" : r.stat.stable ? verdict(r.target) : `unstable (≤ ${r.target.bound}x)`,
+      ...(previous ? [previous(r)] : []),
+    ]),
+    ["l", "r", "l", ...(previous ? (["r"] as const) : [])],
   );
 }
 
