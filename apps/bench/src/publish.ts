@@ -14,7 +14,7 @@ import { formatRate, markdownTable, type MachineInfo, type Target } from "./lib/
 import { type RatioStat, STABLE_SPREAD, agrees, formatStat } from "./lib/stats.js";
 import type { MemoryBenchReport } from "./memory.js";
 import { CLOCK_FLOOR, FLOOR, RLF } from "./memory-contenders.js";
-import type { RedisBenchReport } from "./redis.js";
+import { type RedisBenchReport, coldBurstSection } from "./redis.js";
 import { type RedisCostReport, costRatioTable, costTable } from "./redis-cost.js";
 import { APP_SCENARIO, type AppCostReport, appRatioTable, appTable } from "./app-cost.js";
 import { CEILING_SCRIPT as COST_CEILING_SCRIPT } from "./redis-cost-contenders.js";
@@ -67,6 +67,11 @@ export interface ComparedFigure extends Figure {
 function fig(section: Figure["section"], scenario: string, contender: string, against: string, stat: RatioStat, headline: boolean, t?: Target): Figure {
   return { id: `${section} / ${scenario} / ${contender} / ${against}`, section, scenario, contender, against, stat, headline, ...(t ? { target: t } : {}) };
 }
+
+/** The cold burst's figure: its time over the warm burst's (lower is better). */
+const COLD_BURST_SCENARIO = "cold burst (one node)";
+const COLD_BURST = "3,200 decisions after SCRIPT FLUSH";
+const WARM_BURST = "the same burst warm";
 
 /** The scenario of every in-Redis figure. */
 export const REDIS_COST_SCENARIO = "Redis time per decision";
@@ -134,6 +139,10 @@ export function figures(run: BenchRun): Figure[] {
         if (r.name !== REDIS_RLF) out.push(fig("redis", scenario, r.name, REDIS_RLF, r.stats.vsRlf, false, vsRlf));
       }
     }
+  }
+  if (run.redis?.coldBurst !== undefined) {
+    const c = run.redis.coldBurst;
+    out.push(fig("redis", COLD_BURST_SCENARIO, COLD_BURST, WARM_BURST, c.stat, true, c.targets[0]));
   }
   if (run.durableObject !== undefined) {
     for (const s of run.durableObject.scenarios) {
@@ -454,6 +463,10 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       ),
       "",
     );
+    if (r.coldBurst !== undefined) {
+      const f = get("redis", COLD_BURST_SCENARIO, COLD_BURST, WARM_BURST);
+      out.push(`#${coldBurstSection(r.coldBurst)}`, "", `Previous run: ${prevCell(f) || "none"}.`, "");
+    }
   }
 
   if (run.durableObject !== undefined) {
