@@ -19,11 +19,21 @@ import {
   NOOP,
   SLUICE_DEFAULT,
   SLUICE_DENIED,
+  STATIC_HEADERS,
   buildApp,
 } from "./http-apps.js";
 
 /** Every contender, in table order. */
-export const APP_CONTENDERS = [BARE, NOOP, SLUICE_DEFAULT, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, SLUICE_DENIED, HONO_RATE_LIMITER_DENIED] as const;
+export const APP_CONTENDERS = [
+  BARE,
+  NOOP,
+  STATIC_HEADERS,
+  SLUICE_DEFAULT,
+  HONO_RATE_LIMITER,
+  HONO_RATE_LIMITER_SAME,
+  SLUICE_DENIED,
+  HONO_RATE_LIMITER_DENIED,
+] as const;
 
 /** The contenders whose requests are denied (after the quota's first 100). */
 export const APP_DENIED: ReadonlySet<string> = new Set([SLUICE_DENIED, HONO_RATE_LIMITER_DENIED]);

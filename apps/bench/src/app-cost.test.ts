@@ -34,7 +34,7 @@ describe("in-app cost bench", () => {
     const run = { date: report.date, command: "pnpm bench", machine: report.machine, durationS: 1, app: report };
     const figs = compare(figures(run), undefined);
     expect(figs.every((f) => f.section === "app" && f.scenario === APP_SCENARIO)).toBe(true);
-    expect(figs.filter((f) => f.headline).map((f) => f.contender)).toEqual([...Array(5).fill(SLUICE_DEFAULT), ...Array(3).fill(SLUICE_DENIED)]);
+    expect(figs.filter((f) => f.headline).map((f) => f.contender)).toEqual([...Array(6).fill(SLUICE_DEFAULT), ...Array(3).fill(SLUICE_DENIED)]);
     expect(figs.filter((f) => f.target !== undefined).map((f) => f.against)).toEqual([HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME]);
     const md = benchmarksMarkdown(run, figs, undefined);
     expect(md).toContain("## Inside the app: the middleware's own cost per request");

@@ -4,9 +4,11 @@
  * loop (no socket, no HTTP parser, no load generator sharing the cores), so the difference between
  * two contenders is the middleware's work per request, its headers written through Hono included.
  * `@sluice/hono` (memory store, fixed window, its default headers: IETF + legacy) beside a no-op
- * middleware, the bare app and hono-rate-limiter (its `MemoryStore`) twice: as its users configure
- * it (draft-6 headers) and writing the same header set as `@sluice/hono`; with every request allowed
- * and with every request denied (a quota of 100 per day, spent before the rounds).
+ * middleware, the same no-op writing those five headers as constants (the least a middleware writing
+ * them through `c.header()` can cost), the bare app and hono-rate-limiter (its `MemoryStore`) twice:
+ * as its users configure it (draft-6 headers) and writing the same header set as `@sluice/hono`;
+ * with every request allowed and with every request denied (a quota of 100 per day, spent before the
+ * rounds).
  *
  * Each app runs in its own child process (bundled like the published build), as in a deployment;
  * this process drives them in alternating slices within interleaved rounds (`lib/harness.ts`), each
@@ -24,7 +26,7 @@ import { type Contender, type ThroughputOptions, type ThroughputResult, measureT
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, markdownTable, runIfMain, target, verdict } from "./lib/report.js";
 import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
 import { APP_CONTENDERS, APP_DENIED, type AppRunReply } from "./app-cost-contenders.js";
-import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, HONO_RATE_LIMITER_SAME, NOOP, SLUICE_DEFAULT, SLUICE_DENIED } from "./http-apps.js";
+import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, HONO_RATE_LIMITER_SAME, NOOP, SLUICE_DEFAULT, SLUICE_DENIED, STATIC_HEADERS } from "./http-apps.js";
 
 export interface AppCostOptions extends ThroughputOptions {
   /** Child processes measuring every contender in turn, their rounds pooled. @default 1 */
@@ -42,7 +44,7 @@ export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   // a round's figure is the median of its 8 slices (a burst of other work slows one, not the round)
   roundFigure: "median",
   processes: 2,
-  stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, HONO_RATE_LIMITER_DENIED],
+  stableAgainst: [NOOP, STATIC_HEADERS, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, HONO_RATE_LIMITER_DENIED],
   maxRounds: 31,
   budgetMs: 5_000,
 };
@@ -60,6 +62,9 @@ export const APP_RATIOS: readonly (readonly [string, string])[] = [
   [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER)],
   [SLUICE_DEFAULT, HONO_RATE_LIMITER_SAME],
   [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER_SAME)],
+  [SLUICE_DEFAULT, STATIC_HEADERS],
+  [STATIC_HEADERS, HONO_RATE_LIMITER],
+  [STATIC_HEADERS, NOOP],
   [HONO_RATE_LIMITER, NOOP],
   [HONO_RATE_LIMITER_SAME, NOOP],
   [SLUICE_DENIED, NOOP],
