@@ -16,6 +16,14 @@ describe("in-app cost bench", () => {
     await expect(runAppCostBench({ ...tiny, contenders: ["nobody"] })).rejects.toThrow(/unknown in-app contender "nobody"/);
   });
 
+  it("through @hono/node-server's listener (--node-server): every app answers as through app.fetch", async () => {
+    const report = await runAppCostBench({ ...tiny, driver: "node-server" });
+    expect(report.options.driver).toBe("node-server");
+    expect(report.rows.map((r) => r.name)).toEqual([...APP_CONTENDERS]);
+    for (const r of report.rows) expect(r.usPerRequest).toBeGreaterThan(0);
+    expect(formatAppCostReport(report)).toContain("@hono/node-server's listener");
+  });
+
   it("pools the processes' rounds, reports time and own cost per request and every ratio, and publishes them", async () => {
     const report = await runAppCostBench({ ...tiny, processes: 2 });
     expect(report.rows.map((r) => r.name)).toEqual([...APP_CONTENDERS]);

@@ -25,10 +25,17 @@ import { bundleEntry } from "./lib/bundle.js";
 import { type Contender, type ThroughputOptions, type ThroughputResult, measureThroughput } from "./lib/harness.js";
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, markdownTable, runIfMain, target, verdict } from "./lib/report.js";
 import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
-import { APP_CONTENDERS, APP_DENIED, type AppRunReply } from "./app-cost-contenders.js";
+import { APP_CONTENDERS, APP_DENIED, type AppDriver, type AppRunReply } from "./app-cost-contenders.js";
 import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, HONO_RATE_LIMITER_SAME, NOOP, SLUICE_DEFAULT, SLUICE_DENIED, STATIC_HEADERS } from "./http-apps.js";
 
 export interface AppCostOptions extends ThroughputOptions {
+  /**
+   * How requests reach each app: `app.fetch(request)` (the section of `pnpm bench`), or
+   * `@hono/node-server`'s request listener over a socket that discards what is written
+   * (`bench:app --node-server`: a Node server's own work per request, its header conversion
+   * included, without the kernel and the load generator). @default "app.fetch"
+   */
+  driver?: AppDriver;
   /** Child processes measuring every contender in turn, their rounds pooled. @default 1 */
   processes?: number;
   /** Contenders (default: all of {@link APP_CONTENDERS}). */
@@ -119,9 +126,9 @@ interface AppProcess {
   stop(): void;
 }
 
-function startApp(bundle: string, name: string): Promise<AppProcess> {
+function startApp(bundle: string, name: string, driver: AppDriver): Promise<AppProcess> {
   return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(process.execPath, [bundle, name], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    const child: ChildProcess = spawn(process.execPath, [bundle, name, driver], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += String(chunk);
@@ -146,10 +153,10 @@ function startApp(bundle: string, name: string): Promise<AppProcess> {
  * timed by its own process (the loop alone, no IPC), and that time advances the clock the harness
  * measures with, so the figures are the apps' own.
  */
-async function measureApps(bundle: string, names: readonly string[], options: ThroughputOptions): Promise<ThroughputResult[]> {
+async function measureApps(bundle: string, names: readonly string[], driver: AppDriver, options: ThroughputOptions): Promise<ThroughputResult[]> {
   const apps: AppProcess[] = [];
   try {
-    for (const name of names) apps.push(await startApp(bundle, name));
+    for (const name of names) apps.push(await startApp(bundle, name, driver));
     let measuredMs = 0;
     const contenders = names.map(
       (name, i): Contender => ({
@@ -178,7 +185,8 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
   const log = options.log ?? (() => {});
   const machine = machineInfo();
   const names = options.contenders ?? [...APP_CONTENDERS];
-  const { log: _log, processes: _p, contenders: _c, ...throughput } = options;
+  const { log: _log, processes: _p, contenders: _c, driver: _d, ...throughput } = options;
+  const driver = options.driver ?? "app.fetch";
   const processes = Math.max(1, Math.floor(options.processes ?? 1));
   for (const name of names) {
     if (!(APP_CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown in-app contender ${JSON.stringify(name)}; have ${APP_CONTENDERS.join(", ")}`);
@@ -186,8 +194,8 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
   const bundle = await bundleEntry(CHILD_ENTRY, "app-cost-contenders");
   const perProcess: ThroughputResult[][] = [];
   for (let p = 0; p < processes; p++) {
-    log(`In the app: ${names.join(", ")} through app.fetch, one process each, pass ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
-    perProcess.push(await measureApps(bundle, names, throughput));
+    log(`In the app: ${names.join(", ")} through ${driver}, one process each, pass ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
+    perProcess.push(await measureApps(bundle, names, driver, throughput));
   }
   const us = new Map(names.map((n) => [n, pooledUs(perProcess, n)]));
   const bare = us.get(BARE);
@@ -214,7 +222,7 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
     benchmark: "app",
     date: new Date().toISOString(),
     machine: { ...machine, loadAvgEnd: loadAvgNow() },
-    options: { ...throughput, processes, ...(options.contenders ? { contenders: options.contenders } : {}) },
+    options: { ...throughput, processes, driver, ...(options.contenders ? { contenders: options.contenders } : {}) },
     settled: perProcess.every((results) => results.every((r) => r.settled !== false)),
     rows,
     ratios,
@@ -248,7 +256,7 @@ export function appRatioTable(report: AppCostReport, previous?: (r: AppRatio) =>
 export function formatAppCostReport(report: AppCostReport): string {
   const m = report.machine;
   return [
-    "# Inside the app: the middleware's own cost per request (app.fetch in a loop)",
+    `# Inside the app: the middleware's own cost per request (${report.options.driver === "node-server" ? "@hono/node-server's listener, no socket" : "app.fetch"} in a loop)`,
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; load ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}. ${report.rows[0]?.rounds ?? 0} rounds pooled over ${report.options.processes ?? 1} process(es)${report.settled ? "" : "; not every ratio was stable when the time budget ran out"}.`,
     "",
@@ -261,4 +269,13 @@ export function formatAppCostReport(report: AppCostReport): string {
 /** Where `bench:app` writes its figures. */
 export const RESULTS_FILE = new URL("../results/app.json", import.meta.url);
 
-await runIfMain(import.meta.url, RESULTS_FILE, (log) => runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, log }), formatAppCostReport);
+/** Where `bench:app --node-server` writes its figures. */
+export const NODE_SERVER_RESULTS_FILE = new URL("../results/app-node-server.json", import.meta.url);
+
+const viaNodeServer = process.argv.includes("--node-server");
+await runIfMain(
+  import.meta.url,
+  viaNodeServer ? NODE_SERVER_RESULTS_FILE : RESULTS_FILE,
+  (log) => runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, ...(viaNodeServer ? { driver: "node-server" as const } : {}), log }),
+  formatAppCostReport,
+);
