@@ -98,8 +98,8 @@ function writeHeaders(c: Context, headers: readonly (readonly [string, string])[
  * does not, and `finish` adds the headers it lacks (those it has win).
  */
 function carriesOwn(response: Response, own: readonly [string, string]): boolean {
-  // a network error (Response.error(), status 0) has no headers to read
-  return response.status !== 0 && response.headers.get(lowercase(own[0])) === own[1];
+  // (a network error, Response.error(), has empty headers: it carries none)
+  return response.headers.get(lowercase(own[0])) === own[1];
 }
 
 /**
@@ -200,8 +200,9 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
   async function completed(outcome: Outcome, c: Context, next: Next, own: number): Promise<void> {
     await next();
     const response = c.res;
-    // synchronous without countWhen or a lease
-    const finished = finish(outcome, response, carriesOwn(response, outcome.headers[own] as [string, string])) as Response;
+    // built with c: nothing is left to finish (no countWhen, no lease on this path)
+    if (carriesOwn(response, outcome.headers[own] as [string, string])) return;
+    const finished = finish(outcome, response) as Response; // synchronous without countWhen or a lease
     if (finished !== response) c.res = finished;
   }
 
