@@ -3,9 +3,12 @@
  * app**, measured in process: each Hono app of `http-apps.ts` driven by `app.fetch(request)` in a
  * loop (no socket, no HTTP parser, no load generator sharing the cores), so the difference between
  * two contenders is the middleware's work per request, its headers written through Hono included.
- * `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op middleware, the bare app
- * and hono-rate-limiter (its `MemoryStore`, draft-6 headers), with every request allowed and with
- * every request denied (a quota of 100 per day, spent before the rounds).
+ * `@sluice/hono` (memory store, fixed window, its default headers: IETF + legacy) beside a no-op
+ * middleware, the same no-op writing those five headers as constants (the least a middleware writing
+ * them through `c.header()` can cost), the bare app and hono-rate-limiter (its `MemoryStore`) twice:
+ * as its users configure it (draft-6 headers) and writing the same header set as `@sluice/hono`;
+ * with every request allowed and with every request denied (a quota of 100 per day, spent before the
+ * rounds).
  *
  * Each app runs in its own child process (bundled like the published build), as in a deployment;
  * this process drives them in alternating slices within interleaved rounds (`lib/harness.ts`), each
@@ -20,12 +23,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { bundleEntry } from "./lib/bundle.js";
 import { type Contender, type ThroughputOptions, type ThroughputResult, measureThroughput } from "./lib/harness.js";
-import { type MachineInfo, loadAvgNow, machineInfo, markdownTable, runIfMain } from "./lib/report.js";
+import { type MachineInfo, type Target, loadAvgNow, machineInfo, markdownTable, runIfMain, target, verdict } from "./lib/report.js";
 import { type RatioStat, formatStat, median, ratioStat } from "./lib/stats.js";
-import { APP_CONTENDERS, APP_DENIED, type AppRunReply } from "./app-cost-contenders.js";
-import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, NOOP, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
+import { APP_CONTENDERS, APP_DENIED, type AppDriver, type AppRunReply } from "./app-cost-contenders.js";
+import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED, HONO_RATE_LIMITER_SAME, NOOP, SLUICE_DEFAULT, SLUICE_DENIED, STATIC_HEADERS } from "./http-apps.js";
 
 export interface AppCostOptions extends ThroughputOptions {
+  /**
+   * How requests reach each app: `app.fetch(request)` (the section of `pnpm bench`), or
+   * `@hono/node-server`'s request listener over a socket that discards what is written
+   * (`bench:app --node-server`: a Node server's own work per request, its header conversion
+   * included, without the kernel and the load generator). @default "app.fetch"
+   */
+  driver?: AppDriver;
   /** Child processes measuring every contender in turn, their rounds pooled. @default 1 */
   processes?: number;
   /** Contenders (default: all of {@link APP_CONTENDERS}). */
@@ -41,7 +51,7 @@ export const DEFAULT_APP_COST_OPTIONS: AppCostOptions = {
   // a round's figure is the median of its 8 slices (a burst of other work slows one, not the round)
   roundFigure: "median",
   processes: 2,
-  stableAgainst: [NOOP, HONO_RATE_LIMITER, HONO_RATE_LIMITER_DENIED],
+  stableAgainst: [NOOP, STATIC_HEADERS, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, HONO_RATE_LIMITER_DENIED],
   maxRounds: 31,
   budgetMs: 5_000,
 };
@@ -54,16 +64,31 @@ export const OWN = (name: string) => `${name}'s own cost`;
 
 /** The ratios of time per request: `[contender, against]`; `OWN(x)` compares own costs (less the bare app). */
 export const APP_RATIOS: readonly (readonly [string, string])[] = [
-  [SLUICE_IETF, NOOP],
-  [SLUICE_IETF, HONO_RATE_LIMITER],
-  [SLUICE_IETF, OWN(HONO_RATE_LIMITER)],
+  [SLUICE_DEFAULT, NOOP],
+  [SLUICE_DEFAULT, HONO_RATE_LIMITER],
+  [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER)],
+  [SLUICE_DEFAULT, HONO_RATE_LIMITER_SAME],
+  [SLUICE_DEFAULT, OWN(HONO_RATE_LIMITER_SAME)],
+  [SLUICE_DEFAULT, STATIC_HEADERS],
+  [STATIC_HEADERS, HONO_RATE_LIMITER],
+  [STATIC_HEADERS, NOOP],
   [HONO_RATE_LIMITER, NOOP],
+  [HONO_RATE_LIMITER_SAME, NOOP],
   [SLUICE_DENIED, NOOP],
   [SLUICE_DENIED, HONO_RATE_LIMITER_DENIED],
   [SLUICE_DENIED, OWN(HONO_RATE_LIMITER_DENIED)],
   [HONO_RATE_LIMITER_DENIED, NOOP],
   [NOOP, BARE],
 ];
+
+/**
+ * Targets from the issue: `@sluice/hono`'s time per request (its default headers) at most
+ * hono-rate-limiter's, as its users configure it and with the same header set.
+ */
+export const APP_TARGETS: ReadonlyMap<string, number> = new Map([
+  [`${SLUICE_DEFAULT} ÷ ${HONO_RATE_LIMITER}`, 1],
+  [`${SLUICE_DEFAULT} ÷ ${HONO_RATE_LIMITER_SAME}`, 1],
+]);
 
 export interface AppRow {
   readonly name: string;
@@ -78,6 +103,8 @@ export interface AppRatio {
   readonly contender: string;
   readonly against: string;
   readonly stat: RatioStat;
+  /** Its target (from {@link APP_TARGETS}), if it has one. */
+  readonly target?: Target;
 }
 
 export interface AppCostReport {
@@ -99,9 +126,9 @@ interface AppProcess {
   stop(): void;
 }
 
-function startApp(bundle: string, name: string): Promise<AppProcess> {
+function startApp(bundle: string, name: string, driver: AppDriver): Promise<AppProcess> {
   return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(process.execPath, [bundle, name], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    const child: ChildProcess = spawn(process.execPath, [bundle, name, driver], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += String(chunk);
@@ -126,10 +153,10 @@ function startApp(bundle: string, name: string): Promise<AppProcess> {
  * timed by its own process (the loop alone, no IPC), and that time advances the clock the harness
  * measures with, so the figures are the apps' own.
  */
-async function measureApps(bundle: string, names: readonly string[], options: ThroughputOptions): Promise<ThroughputResult[]> {
+async function measureApps(bundle: string, names: readonly string[], driver: AppDriver, options: ThroughputOptions): Promise<ThroughputResult[]> {
   const apps: AppProcess[] = [];
   try {
-    for (const name of names) apps.push(await startApp(bundle, name));
+    for (const name of names) apps.push(await startApp(bundle, name, driver));
     let measuredMs = 0;
     const contenders = names.map(
       (name, i): Contender => ({
@@ -158,7 +185,8 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
   const log = options.log ?? (() => {});
   const machine = machineInfo();
   const names = options.contenders ?? [...APP_CONTENDERS];
-  const { log: _log, processes: _p, contenders: _c, ...throughput } = options;
+  const { log: _log, processes: _p, contenders: _c, driver: _d, ...throughput } = options;
+  const driver = options.driver ?? "app.fetch";
   const processes = Math.max(1, Math.floor(options.processes ?? 1));
   for (const name of names) {
     if (!(APP_CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown in-app contender ${JSON.stringify(name)}; have ${APP_CONTENDERS.join(", ")}`);
@@ -166,8 +194,8 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
   const bundle = await bundleEntry(CHILD_ENTRY, "app-cost-contenders");
   const perProcess: ThroughputResult[][] = [];
   for (let p = 0; p < processes; p++) {
-    log(`In the app: ${names.join(", ")} through app.fetch, one process each, pass ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
-    perProcess.push(await measureApps(bundle, names, throughput));
+    log(`In the app: ${names.join(", ")} through ${driver}, one process each, pass ${p + 1} of ${processes} (load ${loadAvgNow()}) ...`);
+    perProcess.push(await measureApps(bundle, names, driver, throughput));
   }
   const us = new Map(names.map((n) => [n, pooledUs(perProcess, n)]));
   const bare = us.get(BARE);
@@ -186,13 +214,15 @@ export async function runAppCostBench(options: AppCostOptions = DEFAULT_APP_COST
     if (!names.includes(contender) || (ownOf === undefined && !names.includes(against)) || (ownOf !== undefined && bare === undefined)) continue;
     const a = ownOf === undefined ? (us.get(contender) as number[]) : own(contender);
     const b = ownOf === undefined ? (us.get(against) as number[]) : own(ownOf);
-    ratios.push({ contender, against, stat: ratioStat(a.map((x, i) => x / (b[i] as number))) });
+    const stat = ratioStat(a.map((x, i) => x / (b[i] as number)));
+    const bound = APP_TARGETS.get(`${contender} ÷ ${against}`);
+    ratios.push({ contender, against, stat, ...(bound === undefined ? {} : { target: target(against, "<=", bound, stat.median) }) });
   }
   return {
     benchmark: "app",
     date: new Date().toISOString(),
     machine: { ...machine, loadAvgEnd: loadAvgNow() },
-    options: { ...throughput, processes, ...(options.contenders ? { contenders: options.contenders } : {}) },
+    options: { ...throughput, processes, driver, ...(options.contenders ? { contenders: options.contenders } : {}) },
     settled: perProcess.every((results) => results.every((r) => r.settled !== false)),
     rows,
     ratios,
@@ -211,9 +241,14 @@ export function appTable(report: AppCostReport): string {
 /** The table of ratios of time per request (lower is cheaper). */
 export function appRatioTable(report: AppCostReport, previous?: (r: AppRatio) => string): string {
   return markdownTable(
-    ["time per request", "ratio (95% interval)", ...(previous ? ["previous run"] : [])],
-    report.ratios.map((r) => [`${r.against.endsWith("'s own cost") ? `${r.contender}'s own cost` : r.contender} ÷ ${r.against}`, formatStat(r.stat), ...(previous ? [previous(r)] : [])]),
-    ["l", "r", ...(previous ? (["r"] as const) : [])],
+    ["time per request", "ratio (95% interval)", "target", ...(previous ? ["previous run"] : [])],
+    report.ratios.map((r) => [
+      `${r.against.endsWith("'s own cost") ? `${r.contender}'s own cost` : r.contender} ÷ ${r.against}`,
+      formatStat(r.stat),
+      r.target === undefined ? "" : r.stat.stable ? verdict(r.target) : `unstable (≤ ${r.target.bound}x)`,
+      ...(previous ? [previous(r)] : []),
+    ]),
+    ["l", "r", "l", ...(previous ? (["r"] as const) : [])],
   );
 }
 
@@ -221,7 +256,7 @@ export function appRatioTable(report: AppCostReport, previous?: (r: AppRatio) =>
 export function formatAppCostReport(report: AppCostReport): string {
   const m = report.machine;
   return [
-    "# Inside the app: the middleware's own cost per request (app.fetch in a loop)",
+    `# Inside the app: the middleware's own cost per request (${report.options.driver === "node-server" ? "@hono/node-server's listener, no socket" : "app.fetch"} in a loop)`,
     "",
     `Node ${m.node}, ${m.cores} × ${m.cpu}; load ${m.loadAvgStart} → ${m.loadAvgEnd ?? "?"}. ${report.rows[0]?.rounds ?? 0} rounds pooled over ${report.options.processes ?? 1} process(es)${report.settled ? "" : "; not every ratio was stable when the time budget ran out"}.`,
     "",
@@ -234,4 +269,13 @@ export function formatAppCostReport(report: AppCostReport): string {
 /** Where `bench:app` writes its figures. */
 export const RESULTS_FILE = new URL("../results/app.json", import.meta.url);
 
-await runIfMain(import.meta.url, RESULTS_FILE, (log) => runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, log }), formatAppCostReport);
+/** Where `bench:app --node-server` writes its figures. */
+export const NODE_SERVER_RESULTS_FILE = new URL("../results/app-node-server.json", import.meta.url);
+
+const viaNodeServer = process.argv.includes("--node-server");
+await runIfMain(
+  import.meta.url,
+  viaNodeServer ? NODE_SERVER_RESULTS_FILE : RESULTS_FILE,
+  (log) => runAppCostBench({ ...DEFAULT_APP_COST_OPTIONS, ...(viaNodeServer ? { driver: "node-server" as const } : {}), log }),
+  formatAppCostReport,
+);

@@ -4,7 +4,18 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { BARE, HONO_RATE_LIMITER, NOOP, SLUICE_DENIED, SLUICE_IETF, SLUICE_OFF, STATIC_HEADERS, buildApp } from "./http-apps.js";
+import {
+  BARE,
+  HONO_RATE_LIMITER,
+  HONO_RATE_LIMITER_SAME,
+  NOOP,
+  SLUICE_DEFAULT,
+  SLUICE_DENIED,
+  SLUICE_IETF,
+  SLUICE_OFF,
+  STATIC_HEADERS,
+  buildApp,
+} from "./http-apps.js";
 import { TARGETS, formatHttpReport, medianBinRate, percentile, runHttpBench } from "./http.js";
 
 const get = async (name: string) => {
@@ -16,7 +27,7 @@ const get = async (name: string) => {
 
 describe("HTTP apps", () => {
   it("serve the same body; each middleware writes its own headers", async () => {
-    for (const name of [BARE, NOOP, STATIC_HEADERS, SLUICE_IETF, SLUICE_OFF, HONO_RATE_LIMITER]) {
+    for (const name of [BARE, NOOP, STATIC_HEADERS, SLUICE_IETF, SLUICE_DEFAULT, SLUICE_OFF, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME]) {
       const response = await get(name);
       expect([name, response.status, await response.text()]).toEqual([name, 200, "ok"]);
     }
@@ -26,6 +37,22 @@ describe("HTTP apps", () => {
     expect(ietf.headers.get("X-RateLimit-Limit")).toBeNull();
     expect((await get(SLUICE_OFF)).headers.get("RateLimit")).toBeNull();
     expect((await get(HONO_RATE_LIMITER)).headers.get("RateLimit-Limit")).toBe("1000000000");
+  });
+
+  it("hono-rate-limiter with the same header set, and the static default headers, send the fields @sluice/hono sends by default", async () => {
+    const names = (response: Response) => [...response.headers.keys()].filter((n) => n !== "content-type").sort();
+    const sluice = await get(SLUICE_DEFAULT);
+    expect(names(sluice)).toEqual(["ratelimit", "ratelimit-policy", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]);
+    for (const name of [HONO_RATE_LIMITER_SAME, STATIC_HEADERS]) {
+      const other = await get(name);
+      expect([name, names(other)]).toEqual([name, names(sluice)]);
+      // the same values but the seconds left in the window
+      for (const field of ["ratelimit-policy", "x-ratelimit-limit", "x-ratelimit-remaining"]) {
+        expect([name, field, other.headers.get(field)]).toEqual([name, field, sluice.headers.get(field)]);
+      }
+      expect(other.headers.get("ratelimit")).toMatch(/^"1000000000-per-1m";r=999999999;t=\d+$/);
+      expect(other.headers.get("x-ratelimit-reset")).toMatch(/^\d{10}$/);
+    }
   });
 
   it("the most-denied app answers 429 once its first 100 requests are spent", async () => {
@@ -61,7 +88,7 @@ describe("HTTP bench", () => {
       rounds: 2,
       roundSeconds: 0.3,
       warmupSeconds: 0.2,
-      contenders: [SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER],
+      contenders: [SLUICE_DEFAULT, SLUICE_DENIED, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME],
       pin: true,
     });
     // the servers on one core, autocannon (this process) on the other, and this process given back every core
@@ -69,7 +96,7 @@ describe("HTTP bench", () => {
     expect(cores()).toBe(before);
     const [scenario] = report.scenarios;
     expect(scenario?.connections).toBe(2);
-    expect(scenario?.rows.map((r) => r.name)).toEqual([BARE, SLUICE_IETF, SLUICE_DENIED, HONO_RATE_LIMITER]);
+    expect(scenario?.rows.map((r) => r.name)).toEqual([BARE, SLUICE_DEFAULT, SLUICE_DENIED, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME]);
     for (const r of scenario?.rows ?? []) {
       expect(r.roundRps).toHaveLength(2);
       expect(r.rps).toBeGreaterThan(0);
@@ -84,14 +111,16 @@ describe("HTTP bench", () => {
         expect(r.statusCodes["200"] ?? 0).toBeLessThanOrEqual(200);
       } else expect(Object.keys(r.statusCodes)).toEqual(["200"]);
     }
-    const ietf = scenario?.rows[1];
-    expect(ietf?.targets.map((t) => [t.against, t.op, t.bound])).toEqual([
+    const sluice = scenario?.rows[1];
+    expect(sluice?.targets.map((t) => [t.against, t.op, t.bound])).toEqual([
       [BARE, ">=", TARGETS.vsBare],
       [HONO_RATE_LIMITER, ">=", TARGETS.vsHonoRateLimiter],
+      [HONO_RATE_LIMITER_SAME, ">=", TARGETS.vsSameHeaders],
     ]);
-    expect(report.summary.pass + report.summary.miss).toBe(2);
+    expect(Object.keys(sluice?.stats ?? {})).toEqual([`vs ${HONO_RATE_LIMITER}`, `vs ${HONO_RATE_LIMITER_SAME}`]);
+    expect(report.summary.pass + report.summary.miss).toBe(3);
     const text = formatHttpReport(report);
     expect(text).toContain("## 2 connections");
-    expect(text).toMatch(/\| @sluice\/hono, IETF headers +\| +\d+ \| +([\d.]+× |unstable )\([\d.]+–[\d.]+\) \|/);
+    expect(text).toMatch(/\| @sluice\/hono, IETF \+ legacy headers +\| +\d+ \| +([\d.]+× |unstable )\([\d.]+–[\d.]+\) \|/);
   });
 });

@@ -1,15 +1,16 @@
 /**
  * `pnpm --filter @sluice/bench profile:http [contender] [seconds]`: where one HTTP contender's
  * server spends its CPU. Serves the contender's app (see `http-apps.ts`; default
- * `"@sluice/hono, IETF headers"`) in a child process under `node --cpu-prof`, drives it with
+ * `"@sluice/hono, IETF + legacy headers"`) in a child process under `node --cpu-prof`, drives it with
  * autocannon (10 connections, the same `x-api-key` on every request) for `seconds` (default 5)
  * after a 1 s warm-up, and prints the server's CPU time per request and the functions with the
  * most self time, in µs per request. The `.cpuprofile` stays in `apps/bench/.build/profiles/` for
  * Chrome DevTools or speedscope.
  *
- * This is how the allowed path was profiled: it showed Hono's `c.header()` building every
- * response's headers as a Fetch `Headers` object (undici's validation, sort and copy), which the
- * Hono adapter now avoids on `@hono/node-server` by setting them on Node's `ServerResponse`.
+ * This is how the allowed path was profiled: most of what a limiter adds is the Fetch `Headers`
+ * object that Hono's `c.header()` writes into (undici's validation of every name and value, then
+ * `@hono/node-server`'s sorted copy of it), which every middleware writing headers through Hono
+ * pays; `benchmarks.md` has the findings.
  *
  * @module
  */
@@ -20,10 +21,10 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { BUILD_DIR, bundleEntry } from "./lib/bundle.js";
 import { type CpuProfile, selfTimes, topLines } from "./lib/cpu-profile.js";
-import { HTTP_CONTENDERS, SLUICE_IETF } from "./http-apps.js";
+import { HTTP_CONTENDERS, SLUICE_DEFAULT } from "./http-apps.js";
 
 async function main(): Promise<void> {
-  const [name = SLUICE_IETF, secondsText = "5"] = process.argv.slice(2).filter((a) => a !== "--");
+  const [name = SLUICE_DEFAULT, secondsText = "5"] = process.argv.slice(2).filter((a) => a !== "--");
   if (!(HTTP_CONTENDERS as readonly string[]).includes(name)) {
     throw new Error(`unknown contender ${JSON.stringify(name)}; have ${HTTP_CONTENDERS.filter((c) => c !== "@sluice/hono + RedisStore, IETF headers").join(", ")}`);
   }

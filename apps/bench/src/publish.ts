@@ -8,13 +8,13 @@
  */
 import type { DoBenchReport } from "./durable-object.js";
 import { CEILING as DO_CEILING } from "./durable-object.js";
-import { BARE, HONO_RATE_LIMITER, SLUICE_DENIED, SLUICE_IETF } from "./http-apps.js";
+import { BARE, HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME, SLUICE_DEFAULT, SLUICE_DENIED, SLUICE_IETF, STATIC_HEADERS } from "./http-apps.js";
 import type { HttpBenchReport } from "./http.js";
 import { formatRate, markdownTable, type MachineInfo, type Target } from "./lib/report.js";
 import { type RatioStat, STABLE_SPREAD, agrees, formatStat } from "./lib/stats.js";
 import type { MemoryBenchReport } from "./memory.js";
 import { CLOCK_FLOOR, FLOOR, RLF } from "./memory-contenders.js";
-import type { RedisBenchReport } from "./redis.js";
+import { type RedisBenchReport, coldBurstSection } from "./redis.js";
 import { type RedisCostReport, costRatioTable, costTable } from "./redis-cost.js";
 import { APP_SCENARIO, type AppCostReport, appRatioTable, appTable } from "./app-cost.js";
 import { CEILING_SCRIPT as COST_CEILING_SCRIPT } from "./redis-cost-contenders.js";
@@ -68,17 +68,23 @@ function fig(section: Figure["section"], scenario: string, contender: string, ag
   return { id: `${section} / ${scenario} / ${contender} / ${against}`, section, scenario, contender, against, stat, headline, ...(t ? { target: t } : {}) };
 }
 
+/** The cold burst's figure: its time over the warm burst's (lower is better). */
+const COLD_BURST_SCENARIO = "cold burst (one node)";
+const COLD_BURST = "3,200 decisions after SCRIPT FLUSH";
+const WARM_BURST = "the same burst warm";
+
 /** The scenario of every in-Redis figure. */
 export const REDIS_COST_SCENARIO = "Redis time per decision";
 
 const HEADLINE_MEMORY = new Set(["tokenBucket", "fixedWindow", "slidingWindow"]);
 const HEADLINE_HTTP = new Set([
   "no-op async middleware",
-  "no-op + 2 static headers",
+  STATIC_HEADERS,
   SLUICE_IETF,
   "@sluice/hono, IETF + legacy headers",
   "@sluice/hono, headers off",
   HONO_RATE_LIMITER,
+  HONO_RATE_LIMITER_SAME,
   "@sluice/hono + RedisStore, IETF headers",
 ]);
 
@@ -89,7 +95,10 @@ export function figures(run: BenchRun): Figure[] {
     for (const r of run.redisCost.ratios) out.push(fig("redis-cost", REDIS_COST_SCENARIO, r.contender, r.against, r.stat, r.target !== undefined, r.target));
   }
   if (run.app !== undefined) {
-    for (const r of run.app.ratios) out.push(fig("app", APP_SCENARIO, r.contender, r.against, r.stat, r.contender === SLUICE_IETF || r.contender === SLUICE_DENIED));
+    for (const r of run.app.ratios) {
+      const headline = r.contender === SLUICE_DEFAULT || r.contender === SLUICE_IETF || r.contender === SLUICE_DENIED;
+      out.push(fig("app", APP_SCENARIO, r.contender, r.against, r.stat, headline, r.target));
+    }
   }
   if (run.http !== undefined) {
     for (const s of run.http.scenarios) {
@@ -99,8 +108,10 @@ export function figures(run: BenchRun): Figure[] {
         const target = r.targets.find((t) => t.against === BARE);
         out.push(fig("http", scenario, r.name, "bare app req/s", r.rpsVsBare, HEADLINE_HTTP.has(r.name), target));
         out.push(fig("http", scenario, r.name, "bare app server CPU/request", r.cpuVsBare, HEADLINE_HTTP.has(r.name)));
-        const vsHrl = r.stats[`vs ${HONO_RATE_LIMITER}`];
-        if (vsHrl !== undefined) out.push(fig("http", scenario, r.name, `${HONO_RATE_LIMITER} req/s`, vsHrl, false, r.targets.find((t) => t.against === HONO_RATE_LIMITER)));
+        for (const peer of [HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME]) {
+          const vs = r.stats[`vs ${peer}`];
+          if (vs !== undefined) out.push(fig("http", scenario, r.name, `${peer} req/s`, vs, false, r.targets.find((t) => t.against === peer)));
+        }
       }
     }
   }
@@ -128,6 +139,10 @@ export function figures(run: BenchRun): Figure[] {
         if (r.name !== REDIS_RLF) out.push(fig("redis", scenario, r.name, REDIS_RLF, r.stats.vsRlf, false, vsRlf));
       }
     }
+  }
+  if (run.redis?.coldBurst !== undefined) {
+    const c = run.redis.coldBurst;
+    out.push(fig("redis", COLD_BURST_SCENARIO, COLD_BURST, WARM_BURST, c.stat, true, c.targets[0]));
   }
   if (run.durableObject !== undefined) {
     for (const s of run.durableObject.scenarios) {
@@ -277,8 +292,10 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "The Hono apps of the HTTP section driven in process by `app.fetch(request)` in a loop — no socket, no HTTP parser,",
       "no load generator sharing the cores; one process per app, each slice timed by the app's own process — so what",
       "differs is the middleware's own work per request, its headers",
-      "written through Hono included: `@sluice/hono` (memory store, fixed window, IETF headers) beside a no-op `async`",
-      "middleware, the bare app and hono-rate-limiter (its `MemoryStore`, draft-6 headers); every request allowed, and",
+      "written through Hono included: `@sluice/hono` (memory store, fixed window, its default IETF + legacy headers) beside",
+      "a no-op `async` middleware, the no-op writing those five headers as constants (the least a middleware writing them",
+      "through `c.header()` can cost), the bare app and hono-rate-limiter (its `MemoryStore`) twice, with its draft-6 headers",
+      "and wrapped to write the same header set; every request allowed, and",
       "every request denied (a quota of 100 per day, spent first: the 429 and its body each time). Ratios are of **time",
       "per request**, lower is cheaper; a middleware's **own cost** is its time less the bare app's in the same round.",
       `${a.rows[0]?.rounds ?? 0} rounds of ~${a.options.targetRoundMs} ms pooled over ${a.options.processes ?? 1} pass(es) with fresh processes${a.settled ? "" : "; not every ratio was stable when the time budget ran out"}.`,
@@ -299,10 +316,11 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       "connections, every request carrying the same `x-api-key` (the limiters' key). On 2 cores the server and the load",
       "generator each get about one core, so req/s ratios include the load generator's own cost per response (it parses",
       "the extra header bytes too); the server's CPU time per request, read around each round, is beside them. Limits",
-      "never run out except in the \"most denied\" app (100 per day, then 429s). \"no-op + 2 static headers\" is what two",
-      "headers cost through Hono's `c.header()` (a Fetch `Headers` object per response); `@sluice/hono` sets its headers on",
-      "Node's `ServerResponse` instead (`c.env.outgoing`), so what it adds to the no-op is Node's own header handling and",
-      "the decision. A run's req/s is its median 50 ms bin after the first 100 ms, so a burst of other work that stalls",
+      "never run out except in the \"most denied\" app (100 per day, then 429s). Every limiter writes its headers through",
+      "Hono's `c.header()` (a Fetch `Headers` object per response, which `@hono/node-server` converts again); \"no-op + the",
+      "5 default headers, static\" writes `@sluice/hono`'s default fields with constant values that way and nothing else: the",
+      "least any middleware writing them through Hono can cost. hono-rate-limiter runs as its users configure it (draft-6)",
+      "and wrapped to write `@sluice/hono`'s default header set. A run's req/s is its median 50 ms bin after the first 100 ms, so a burst of other work that stalls",
       "a bin or two moves nothing. p99 is given in ms for",
       "information, not as a ratio: a tail over 0.4 s runs on a shared machine moved by half from run to run.",
       "`pnpm --filter @sluice/bench profile:http [app]` profiles one app's server.",
@@ -317,10 +335,10 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
           ["app", "req/s", "÷ bare app", "previous run", "p99 ms", "server CPU µs/req", "÷ bare", "target"],
           s.rows.map((r) => {
             const f = get("http", scenario, r.name, "bare app req/s");
-            const vsHrl = get("http", scenario, r.name, `${HONO_RATE_LIMITER} req/s`);
+            const vsPeers = [HONO_RATE_LIMITER, HONO_RATE_LIMITER_SAME].map((peer) => [peer, get("http", scenario, r.name, `${peer} req/s`)] as const);
             const targets = [
               f?.target ? `${verdictCell(f.target, f.stat)} vs bare` : "",
-              vsHrl?.target ? `${verdictCell(vsHrl.target, vsHrl.stat)} vs ${HONO_RATE_LIMITER}: ${formatStat(vsHrl.stat)}` : "",
+              ...vsPeers.map(([peer, vs]) => (vs === undefined ? "" : `${vs.target ? `${verdictCell(vs.target, vs.stat)} ` : ""}vs ${peer}: ${formatStat(vs.stat)}`)),
             ].filter(Boolean);
             return [
               r.name,
@@ -446,6 +464,10 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       ),
       "",
     );
+    if (r.coldBurst !== undefined) {
+      const f = get("redis", COLD_BURST_SCENARIO, COLD_BURST, WARM_BURST);
+      out.push(`#${coldBurstSection(r.coldBurst)}`, "", `Previous run: ${prevCell(f) || "none"}.`, "");
+    }
   }
 
   if (run.durableObject !== undefined) {

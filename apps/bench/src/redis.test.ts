@@ -88,6 +88,7 @@ describe("redis bench", () => {
       keyCounts: [1, 50],
       processes: 2,
       upstash: { sequentialDecisions: 6, concurrentDecisions: 60, concurrentCallers: 20, keyCount: 50, contenders: [UPSTASH_SLUICE_TIER, UPSTASH_RL_SLIDING] },
+      coldBurst: { burst: 40, rounds: 2, warmupBursts: 1 },
     });
     expect(await pingRedis(report.server.port)).toBe(false);
     expect(report.server.version).toMatch(/^\d+\.\d+/);
@@ -136,7 +137,15 @@ describe("redis bench", () => {
     expect(concurrent?.requests).toBeLessThan(60);
     expect(concurrent?.targets.map((t) => [t.op, t.bound, t.pass])).toEqual([["<", 1, true]]);
 
-    expect(report.summary.pass + report.summary.miss).toBe(2 * 3 * 2 + 2);
+    // the cold burst: one load per script (two scripts) and one EVALSHA per decision sent again but the two that loaded
+    const cold = report.coldBurst;
+    expect([cold?.burst, cold?.ratios.length, cold?.evals, cold?.evalshas, cold?.loadsPerScript]).toEqual([40, 2, [2, 2], [78, 78], 1]);
+    expect(cold?.targets.map((t) => [t.against, t.op, t.bound])).toEqual([
+      ["warm burst", "<=", TARGETS.coldBurst],
+      ["script loads per script", "=", 1],
+    ]);
+
+    expect(report.summary.pass + report.summary.miss).toBe(2 * 3 * 2 + 2 + 2);
     expect(report.summary.misses).toHaveLength(report.summary.miss);
 
     const text = formatRedisReport(report);
@@ -144,6 +153,8 @@ describe("redis bench", () => {
     expect(text).toMatch(new RegExp(`\\| 50 keys \\| ${SLUICE_TIER.replace(/[()]/g, "\\$&")} \\| +[\\d.]+ [kM]?/s \\| +([\\d.]+× |unstable )\\([\\d.]+–[\\d.]+\\) \\| (PASS|MISS) \\(≥ 0.8x\\) \\| +([\\d.]+× |unstable )\\([\\d.]+–[\\d.]+\\) \\| (PASS|MISS) \\(> 1x\\) \\|`));
     expect(text).toMatch(new RegExp(`\\| 1 key +\\| ${SLUICE_TOKEN_BUCKET} +\\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\| +[\\d.]+ \\|`));
     expect(text).toMatch(/\| Sluice UpstashStore, tier \(3 limits\) \| +1 \| +6 \| +6 \| +1\.00 \| PASS \(= 1\) +\| +1\.00 \|/);
+    expect(text).toMatch(/## The cold burst: 40 concurrent decisions after SCRIPT FLUSH/);
+    expect(text).toMatch(/\| +\d+ \| +\d+ \| +([\d.]+× |unstable )(\([\d.]+–[\d.]+\)|\(no interval\)|[^|]*)\| [^|]+\| +1 \| PASS \(= 1\) +\| +78 \|/);
     expect(text).toContain(`Targets: ${report.summary.pass} PASS, ${report.summary.miss} MISS`);
   });
 });

@@ -8,7 +8,9 @@
  *   interleaved round by round, printed as ratios with the targets (PASS/MISS; a miss never fails
  *   the process), with where each round's CPU time went (Node, redis-server, the script);
  * - `UpstashStore` through the Upstash-REST bridge with the real `@upstash/redis` client: HTTP
- *   requests per decision, sequential and with 100 callers in flight.
+ *   requests per decision, sequential and with 100 callers in flight;
+ * - the cold burst (`redis-cold.ts`): 3,200 concurrent decisions right after `SCRIPT FLUSH`
+ *   against the same burst warm, and the script loads it took.
  *
  * Writes every figure to `results/redis.json`.
  *
@@ -18,7 +20,8 @@ import { startRedisServer } from "@sluice/testing/redis-server";
 import IORedis from "ioredis";
 import { runInChild } from "./lib/child.js";
 import { type ThroughputOptions, type ThroughputResult, median } from "./lib/harness.js";
-import { type RatioStat, formatStat, pairedStat } from "./lib/stats.js";
+import { type RatioStat, formatStat, pairedStat, ratioStat } from "./lib/stats.js";
+import type { ColdBurstMeasurement, ColdBurstOptions } from "./redis-cold.js";
 import {
   type MachineInfo,
   type Target,
@@ -54,6 +57,8 @@ export interface RedisBenchOptions extends ThroughputOptions {
   contenders?: string[];
   /** The UpstashStore figures. */
   upstash: UpstashOptions;
+  /** The cold burst (`redis-cold.ts`); left out when unset. */
+  coldBurst?: ColdBurstOptions;
   /**
    * Child processes that measure the TCP contenders, one after the other, each running every
    * round; their rounds are pooled (the first process's, then the next one's). What differs between
@@ -81,6 +86,7 @@ export const DEFAULT_REDIS_OPTIONS: RedisBenchOptions = {
   inFlight: 50,
   keyCounts: [1, 10_000],
   upstash: { sequentialDecisions: 500, concurrentDecisions: 10_000, concurrentCallers: 100, keyCount: 10_000 },
+  coldBurst: { burst: 3200, rounds: 11, warmupBursts: 3 },
 };
 
 /** Targets from the issue. */
@@ -93,7 +99,20 @@ export const TARGETS = {
   upstashSequential: 1,
   /** UpstashStore HTTP requests per decision, many callers in flight: fewer requests than decisions. */
   upstashConcurrent: 1,
+  /** The cold burst's time ÷ the warm burst's, at most. */
+  coldBurst: 2,
+  /** Script loads of a cold burst per script on one node: exactly one. */
+  loadsPerScript: 1,
 } as const;
+
+/** The cold burst, as reported. */
+export interface ColdBurstReport extends ColdBurstMeasurement {
+  /** Cold ÷ warm, per round. */
+  readonly stat: RatioStat;
+  /** `EVAL` calls per script of the cold bursts (the most in any round): the loads, on one node. */
+  readonly loadsPerScript: number;
+  readonly targets: Target[];
+}
 
 /** Medians over the measured rounds of a contender's {@link RoundProfile}s. */
 export interface ProfileSummary {
@@ -144,10 +163,26 @@ export interface RedisBenchReport {
   readonly options: Omit<RedisBenchOptions, "log">;
   readonly scenarios: RedisScenario[];
   readonly upstash: UpstashRow[];
+  readonly coldBurst?: ColdBurstReport;
   readonly summary: { readonly pass: number; readonly miss: number; readonly misses: string[] };
 }
 
 const CONTENDERS_URL = new URL("./redis-contenders.ts", import.meta.url).href;
+const COLD_URL = new URL("./redis-cold.ts", import.meta.url).href;
+
+/** The scripts of a cold burst (a fixed and a sliding window): each loaded once on the one node. */
+const COLD_SCRIPTS = 2;
+
+function coldBurstReport(m: ColdBurstMeasurement): ColdBurstReport {
+  const stat = ratioStat(m.ratios);
+  const loadsPerScript = Math.max(...m.evals) / COLD_SCRIPTS;
+  return {
+    ...m,
+    stat,
+    loadsPerScript,
+    targets: [target("warm burst", "<=", TARGETS.coldBurst, stat.median), target("script loads per script", "=", TARGETS.loadsPerScript, loadsPerScript)],
+  };
+}
 
 function medianOf(rounds: readonly RoundProfile[], pick: (r: RoundProfile) => number): number {
   return rounds.length === 0 ? NaN : median(rounds.map(pick));
@@ -238,6 +273,7 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
   const server = await startRedisServer();
   let measured: TcpScenarioMeasurement[];
   let upstash: UpstashMeasurement[];
+  let cold: ColdBurstMeasurement | undefined;
   let version: string;
   try {
     version = await redisVersion(server.url);
@@ -267,6 +303,10 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
     measured = poolProcesses(perProcess);
     log(`Upstash: UpstashStore through the bridge, in a child process (load ${loadAvgNow()}) ...`);
     upstash = await runInChild<UpstashMeasurement[]>(CONTENDERS_URL, "measureUpstash", [server.url, options.upstash]);
+    if (options.coldBurst !== undefined) {
+      log(`Cold burst: ${options.coldBurst.burst} decisions after SCRIPT FLUSH against the same burst warm, ${options.coldBurst.rounds} rounds, in a child process (load ${loadAvgNow()}) ...`);
+      cold = await runInChild<ColdBurstMeasurement>(COLD_URL, "measureColdBurst", [server.url, options.coldBurst]);
+    }
   } finally {
     await server.stop();
   }
@@ -296,6 +336,11 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
       else misses.push(`${row.contender}, ${row.callers} in flight: ${row.requestsPerDecision.toFixed(2)} HTTP requests per decision (target ${t.op} ${t.bound})`);
     }
   }
+  const coldBurst = cold === undefined ? undefined : coldBurstReport(cold);
+  for (const t of coldBurst?.targets ?? []) {
+    if (t.pass) pass++;
+    else misses.push(`cold burst: ${formatRatio(t.value)} ${t.against} (target ${t.op} ${t.bound})`);
+  }
   const { log: _log, ...recorded } = options;
   return {
     benchmark: "redis",
@@ -305,6 +350,7 @@ export async function runRedisBench(options: RedisBenchOptions = DEFAULT_REDIS_O
     options: recorded,
     scenarios,
     upstash: upstashRows,
+    ...(coldBurst === undefined ? {} : { coldBurst }),
     summary: { pass, miss: misses.length, misses },
   };
 }
@@ -388,9 +434,37 @@ export function formatRedisReport(report: RedisBenchReport): string {
     "",
     "decisions/s over HTTP is information only: the bridge runs in the client's process.",
     "",
+    ...(report.coldBurst === undefined ? [] : [coldBurstSection(report.coldBurst), ""]),
     ...summaryLines(report.summary),
   );
   return out.join("\n");
+}
+
+/** The cold burst's table and how it was measured. */
+export function coldBurstSection(c: ColdBurstReport): string {
+  const [vsWarm, loads] = c.targets;
+  return [
+    `## The cold burst: ${c.burst.toLocaleString("en-US")} concurrent decisions after SCRIPT FLUSH (RedisStore + ioredis, one node)`,
+    "",
+    markdownTable(
+      ["warm burst ms", "cold burst ms", "cold ÷ warm (95% interval)", "target", "script loads per script", "target", "EVALSHA per cold burst"],
+      [
+        [
+          median(c.warmMs).toFixed(0),
+          median(c.coldMs).toFixed(0),
+          formatStat(c.stat),
+          vsWarm ? (c.stat.stable ? verdict(vsWarm) : `unstable (≤ ${vsWarm.bound}x)`) : "",
+          String(c.loadsPerScript),
+          loads ? verdict(loads, "") : "",
+          String(median(c.evalshas)),
+        ],
+      ],
+      ["r", "r", "r", "l", "r", "l", "r"],
+    ),
+    "",
+    `Two limiters (a fixed and a sliding window: two scripts) share each burst. ${c.ratios.length} rounds: a warm burst, SCRIPT FLUSH, the cold burst,`,
+    "a warm burst; a round's ratio is the cold burst over the mean of the two warm ones. Script loads: `EVAL` calls of a cold burst per script.",
+  ].join("\n");
 }
 
 /** Where `bench:redis` writes its figures. */

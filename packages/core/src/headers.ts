@@ -151,6 +151,21 @@ export const HEADER_FORMATTERS: Readonly<Record<HeaderStyle, HeaderFormatter>> =
 
 const STYLE_NAMES = Object.keys(HEADER_FORMATTERS) as HeaderStyle[];
 
+/**
+ * Every field a header style (or a denial) writes, by the name it is written with, to its
+ * lowercase form. A Fetch `Headers` lowercases a name on every `set`, `has` and `get`; a constant
+ * lowercase name spares it a new string per call, and one whose hash the engine has already
+ * computed (names are case-insensitive, and a `Headers` iterates them in lowercase anyway).
+ */
+const LOWERCASE_FIELDS: ReadonlyMap<string, string> = new Map(
+  [...Object.values(HEADER_FORMATTERS).flatMap((f) => f.fields), "Retry-After"].map((name) => [name, name.toLowerCase()]),
+);
+
+/** The lowercase form of a rate-limit header's name (any other name as it is: `Headers` lowercases it). */
+export function fieldName(name: string): string {
+  return LOWERCASE_FIELDS.get(name) ?? name;
+}
+
 /** Validates the `headers` option and returns the list of styles. */
 export function resolveHeaderStyles(option: unknown): readonly HeaderStyle[] {
   if (option === undefined) return DEFAULT_HEADER_STYLES;

@@ -1,3 +1,4 @@
+import { fieldName } from "./headers.js";
 import type { Decision } from "./types.js";
 
 /** The RFC 9457 problem type of a quota that is exhausted (IANA HTTP Problem Types registry). */
@@ -94,16 +95,28 @@ export function addRateLimitHeaders(response: Response, headers: Headers | reado
   // `type`, which a server's lightweight response (@hono/node-server's) can only answer by building
   // the full Response object, and that takes the slow streaming path when the response is written
   if (response.status === 0) return response;
+  const list = Array.isArray(headers) ? (headers as readonly (readonly [string, string])[]) : [...headers];
   const present = response.headers;
-  let missing: (readonly [string, string])[] | undefined;
-  for (const entry of headers) if (!present.has(entry[0])) (missing ??= []).push(entry);
-  if (missing === undefined) return response;
-  try {
-    for (const [name, value] of missing) response.headers.set(name, value);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    for (const [name, value] of missing) copy.headers.set(name, value);
-    return copy;
+  for (let i = 0; i < list.length; i++) {
+    const pair = list[i] as readonly [string, string];
+    const name = fieldName(pair[0]);
+    if (present.has(name)) continue;
+    try {
+      present.set(name, pair[1]);
+    } catch {
+      // immutable headers (`Response.redirect()`, a `fetch()` response): nothing was set yet
+      return withMissing(new Response(response.body, response), list, i);
+    }
   }
+  return response;
+}
+
+/** `copy` with the headers of `list` from index `from` that it lacks. */
+function withMissing(copy: Response, list: readonly (readonly [string, string])[], from: number): Response {
+  for (let i = from; i < list.length; i++) {
+    const pair = list[i] as readonly [string, string];
+    const name = fieldName(pair[0]);
+    if (!copy.headers.has(name)) copy.headers.set(name, pair[1]);
+  }
+  return copy;
 }

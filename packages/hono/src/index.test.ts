@@ -310,6 +310,22 @@ describe("headers end up on the final response", () => {
     expect(limitHeaders(inner)).toEqual({ "ratelimit-limit": "10", "ratelimit-remaining": "9", "ratelimit-reset": "60" });
   });
 
+  it("when the handler returns a new Response built from c.res.headers: each header once", async () => {
+    const { store } = clock();
+    const app = new Hono();
+    app.use(rateLimiter({ limiter: threePerMinute(store), key: () => "k" }));
+    app.get("/", (c) => new Response("copied", { headers: new Headers(c.res.headers) }));
+    const res = await app.request("/");
+    expect(await res.text()).toBe("copied");
+    expect(limitHeaders(res)).toEqual({
+      "ratelimit-policy": '"3-per-1m";q=3;w=60',
+      ratelimit: '"3-per-1m";r=2;t=60',
+      "x-ratelimit-limit": "3",
+      "x-ratelimit-remaining": "2",
+      "x-ratelimit-reset": String(T0 / 1000 + 60),
+    });
+  });
+
   it("keeps headers earlier middleware set on c.res on the 429", async () => {
     const { store } = clock();
     const app = new Hono();

@@ -44,6 +44,23 @@ const platform: Platform<[c: Context]> = {
 };
 
 /**
+ * Each header name as a `Headers` keeps it, lowercase: `c.header()` writes into a Fetch `Headers`,
+ * which lowercases the name of every `set` (a new string each time, hashed again) unless it is
+ * lowercase already. Names are case-insensitive and a `Headers` iterates them in lowercase, so
+ * nothing visible changes. Bounded: the names come from the pipeline's header styles.
+ */
+const lowercaseNames = new Map<string, string>();
+
+function lowercase(name: string): string {
+  let lower = lowercaseNames.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (lowercaseNames.size < 64) lowercaseNames.set(name, lower);
+  }
+  return lower;
+}
+
+/**
  * Sets the rate-limit headers through Hono, before the handler runs: `c.header()` then puts them
  * on every response built with `c` (`c.json()`, `c.text()`, `c.body()`…), under the handler's own
  * headers of the same name, and the middleware before this one sees them on `c.res` after
@@ -51,11 +68,38 @@ const platform: Platform<[c: Context]> = {
  * per request by the pipeline (and everything static, such as `RateLimit-Policy`, once per
  * limiter): this is one `set` per header on the one `Headers` object the response is built from.
  */
-function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): void {
+/**
+ * Sets the rate-limit headers through Hono, before the handler runs: `c.header()` then puts them
+ * on every response built with `c` (`c.json()`, `c.text()`, `c.body()`…), under the handler's own
+ * headers of the same name, and the middleware before this one sees them on `c.res` after
+ * `await next()` — on every runtime, `@hono/node-server` included. The values were formatted once
+ * per request by the pipeline (and everything static, such as `RateLimit-Policy`, once per
+ * limiter): this is one `set` per header on the one `Headers` object the response is built from.
+ *
+ * Returns the index of the header that tells a response built from them (see {@link carriesOwn}):
+ * the IETF `RateLimit`, which names the policy and says what is left, else the last one.
+ */
+function writeHeaders(c: Context, headers: readonly (readonly [string, string])[]): number {
+  let own = headers.length - 1;
   for (let i = 0; i < headers.length; i++) {
     const header = headers[i] as readonly [string, string];
-    c.header(header[0], header[1]);
+    const name = lowercase(header[0]);
+    if (name === "ratelimit") own = i;
+    c.header(name, header[1]);
   }
+  return own;
+}
+
+/**
+ * Whether `response` was built from the headers this request wrote with `c.header()` (by `c.text()`,
+ * `c.json()`… or from a copy of `c.res.headers`): it carries this request's own value of the one
+ * {@link writeHeaders} chose. Then it has them all, as the handler left them: one `Headers` read
+ * instead of one per header. A response built without `c` (`new Response()`, a `fetch()` response)
+ * does not, and `finish` adds the headers it lacks (those it has win).
+ */
+function carriesOwn(response: Response, own: readonly [string, string]): boolean {
+  // (a network error, Response.error(), has empty headers: it carries none)
+  return response.headers.get(lowercase(own[0])) === own[1];
 }
 
 /**
@@ -145,20 +189,21 @@ export function rateLimiter<E extends Env = Env>(options: HonoRateLimiterOptions
     c.set("rateLimit", decision);
     if (outcome.response !== undefined) return Promise.resolve(outcome.response);
     // before next(): on every response built with c, under the handler's own headers
-    writeHeaders(c, outcome.headers);
+    const own = writeHeaders(c, outcome.headers);
     if (decision.lease !== undefined) return leased(outcome, c, next);
     if (finishes || decision.delayMs > 0) return served(outcome, c, next);
     if (outcome.headers.length === 0) return next();
-    return next().then(() => complete(outcome, c));
+    return completed(outcome, c, next, own);
   }
 
-  /**
-   * After the handler: a response it built without `c` (`new Response(...)`, a `fetch()` response
-   * with immutable headers) gets the headers it lacks here; one built with `c` already has them all.
-   */
-  function complete(outcome: Outcome, c: Context): void {
-    const response = finish(outcome, c.res) as Response; // synchronous without countWhen or a lease
-    if (response !== c.res) c.res = response;
+  /** A request with nothing to do after the handler but the headers of a response built without `c`. */
+  async function completed(outcome: Outcome, c: Context, next: Next, own: number): Promise<void> {
+    await next();
+    const response = c.res;
+    // built with c: nothing is left to finish (no countWhen, no lease on this path)
+    if (carriesOwn(response, outcome.headers[own] as [string, string])) return;
+    const finished = finish(outcome, response) as Response; // synchronous without countWhen or a lease
+    if (finished !== response) c.res = finished;
   }
 
   /** A request that waits `delayMs`, or whose response `finish` completes (headers, countWhen). */

@@ -5,7 +5,7 @@
  * @module
  */
 import { SluiceConfigError } from "@sluice/core";
-import { describeValue, holdsLeases, isPolicy } from "@sluice/core/adapter";
+import { type Outcome, describeValue, holdsLeases, isPolicy } from "@sluice/core/adapter";
 import { type NextFetchEvent, type NextRequest, NextResponse } from "next/server.js";
 import { FORWARDED_HEADERS, encodeForwarded } from "./forward.js";
 import { type RateLimitOptions, nextPipeline } from "./options.js";
@@ -169,7 +169,7 @@ function standInEvent(request: NextRequest, waitUntil: ((promise: Promise<unknow
 export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
   const where = "rateLimitProxy";
   const waitUntil = options?.waitUntil;
-  const { check, delay, finish } = nextPipeline<[event: NextFetchEvent]>(options, {
+  const { checkNow, delay, finish } = nextPipeline<[event: NextFetchEvent]>(options, {
     where,
     tag: "next",
     params: "request, event",
@@ -197,14 +197,20 @@ export function rateLimitProxy(options: RateLimitProxyOptions): RateLimitProxy {
 
   return async function rateLimitProxy(request: NextRequest, event?: NextFetchEvent): Promise<NextResponse> {
     const nextEvent = event ?? standInEvent(request, waitUntil);
-    const outcome = await check(request, nextEvent);
+    // an in-memory limiter decides in place: awaited only when it answers with a promise
+    const checked = checkNow(request, nextEvent);
+    const outcome = checked instanceof Promise ? await checked : (checked as Outcome);
     if (outcome.response !== undefined) return toNextResponse(outcome.response, "onLimited");
-    await delay(outcome);
+    if (outcome.decision !== undefined && outcome.decision.delayMs > 0) await delay(outcome);
     const result = inner === undefined ? undefined : await inner(request, nextEvent);
     if (result !== undefined && result !== null) return toNextResponse(await finish(outcome, toNextResponse(result, "proxy")), "proxy");
     // continue to the route; a forwarded request carries the headers in a request header instead
     const forwarding = outcome.headers.length > 0 && (forward === true || (forward !== false && forward(request, nextEvent) === true));
-    if (!forwarding && !request.headers.has(FORWARDED_HEADERS)) return toNextResponse(await finish(outcome, NextResponse.next()), "proxy");
+    if (!forwarding && !request.headers.has(FORWARDED_HEADERS)) {
+      // without countWhen (and a proxy holds no lease) finish answers in place: no promise to await
+      const finished = finish(outcome, NextResponse.next());
+      return toNextResponse(finished instanceof Promise ? await finished : finished, "proxy");
+    }
     const upstream = new Headers(request.headers);
     // what a client sent under that name never reaches the route
     if (forwarding) upstream.set(FORWARDED_HEADERS, encodeForwarded(outcome.headers));

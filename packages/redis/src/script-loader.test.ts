@@ -8,7 +8,7 @@ const SCRIPT = { script: "return 1", sha: "e0e1f9fabfc9d4800c877a703b823ac0578ff
 const NOSCRIPT = () => new Error("NOSCRIPT No matching script. Please use EVAL.");
 
 /** A fake server: each call is logged and answered once `flush()` runs (like replies on a socket, in order). */
-function fakeServer(options: { cluster?: boolean } = {}) {
+function fakeServer(options: { cluster?: boolean; inOrder?: boolean } = {}) {
   let loaded = false;
   const log: string[] = [];
   const queue: (() => void)[] = [];
@@ -45,6 +45,7 @@ function fakeServer(options: { cluster?: boolean } = {}) {
           });
         }
       : undefined,
+    inOrder: options.inOrder,
   };
   /** Answers every queued call, then lets the callers react (repeatedly, until nothing is queued). */
   const flush = async () => {
@@ -128,6 +129,48 @@ describe("single-flight script loading", () => {
     expect(await b).toBe("ok b");
     expect(log).toEqual(["evalsha b", "evalsha a", "eval a", "evalsha b"]);
     expect(state.loads).toBe(1);
+  });
+
+  it("one connection (in order): each NOSCRIPT sends EVALSHA again at once, behind the one EVAL, without waiting for its answer", async () => {
+    const server = fakeServer({ inOrder: true });
+    const state = scriptLoadState({}, SCRIPT.sha);
+    const calls = ["a", "b", "c"].map((key) => runScript(server.transport, state, SCRIPT, [key], []));
+    await server.step(); // three NOSCRIPTs: a loads, b and c resend; nothing answered yet
+    expect(server.log).toEqual(["evalsha a", "evalsha b", "evalsha c", "eval a", "evalsha b", "evalsha c"]);
+    expect(state.loading).toBeDefined();
+    const d = runScript(server.transport, state, SCRIPT, ["d"], []); // started during the load: sent at once, after it
+    await server.settle();
+    expect(server.log.at(-1)).toBe("evalsha d");
+    await server.flush();
+    expect(await Promise.all([...calls, d])).toEqual(["ok a", "ok b", "ok c", "ok d"]);
+    expect(state).toMatchObject({ loading: undefined, loads: 1, started: 1 });
+  });
+
+  it("in order: a NOSCRIPT to an EVALSHA sent after the last load means the script was flushed again: one more load", async () => {
+    const log: string[] = [];
+    let evals = 0;
+    const transport: ScriptTransport = {
+      inOrder: true,
+      // flushed again right after the first load: only the second EVAL's script stays
+      evalsha: (_sha, keys) => (log.push(`evalsha ${keys[0]}`), evals >= 2 ? Promise.resolve(`ok ${keys[0]}`) : Promise.reject(NOSCRIPT())),
+      eval: (_script, keys) => (log.push(`eval ${keys[0]}`), evals++, Promise.resolve(`ok ${keys[0]}`)),
+    };
+    const state = scriptLoadState({}, SCRIPT.sha);
+    const results = await Promise.all(["a", "b"].map((key) => runScript(transport, state, SCRIPT, [key], [])));
+    expect(results).toEqual(["ok a", "ok b"]);
+    expect(log).toEqual(["evalsha a", "evalsha b", "eval a", "evalsha b", "eval b"]);
+    expect(state.started).toBe(2);
+  });
+
+  it("an EVALSHA sent again after NOSCRIPT goes through resend (a transport batches those of one turn)", async () => {
+    const server = fakeServer({ inOrder: true });
+    const resent: string[] = [];
+    const transport: ScriptTransport = { ...server.transport, resend: (sha, keys, args) => (resent.push(keys[0] as string), server.transport.evalsha(sha, keys, args)) };
+    const state = scriptLoadState({}, SCRIPT.sha);
+    const calls = ["a", "b", "c"].map((key) => runScript(transport, state, SCRIPT, [key], []));
+    await server.flush();
+    expect(await Promise.all(calls)).toEqual(["ok a", "ok b", "ok c"]);
+    expect(resent).toEqual(["b", "c"]);
   });
 
   it(`never loops: after ${MAX_NOSCRIPT} NOSCRIPT replies a call sends EVAL itself`, async () => {

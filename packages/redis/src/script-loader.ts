@@ -10,6 +10,13 @@
  * - a Cluster: the first call to see `NOSCRIPT` sends `SCRIPT LOAD` to every master at once (one per
  *   node), then sends `EVALSHA` again like the others.
  *
+ * On a transport that runs its commands in the order they were sent (one connection to one node:
+ * {@link ScriptTransport.inOrder}), a call does not wait for the load's answer: an `EVALSHA` sent
+ * after the loading `EVAL` runs after it, so each `NOSCRIPT` is answered by sending `EVALSHA` again
+ * at once, and a call that starts during the load sends its `EVALSHA` at once. The second round of
+ * a cold burst then flows behind the first instead of starting when the whole first one has come
+ * back.
+ *
  * A call never loops: after {@link MAX_NOSCRIPT} `NOSCRIPT` replies (the script flushed again and
  * again, or a node the client did not know of yet) it sends `EVAL` itself.
  *
@@ -27,6 +34,18 @@ export interface ScriptTransport {
    * each has answered. `undefined` for a single endpoint: the first call then loads with `EVAL`.
    */
   loadScript?: ((script: string) => Promise<unknown>) | undefined;
+  /**
+   * Whether the server runs this transport's commands in the order they were sent (one connection
+   * to one node: ioredis and node-redis on a single node), so that an `EVALSHA` sent after the
+   * loading `EVAL` finds the script. Not over HTTP (each request on its own), nor on a Cluster.
+   */
+  inOrder?: boolean;
+  /**
+   * Sends `EVALSHA` again for a call whose `EVALSHA` met `NOSCRIPT` (default: `evalsha`). On an
+   * in-order transport every call of a cold burst does it, all within a few turns: a transport may
+   * send those of one turn together, in one write instead of one each.
+   */
+  resend?: ((sha: string, keys: string[], args: string[]) => Promise<unknown>) | undefined;
 }
 
 /** The load state of one script on one client. */
@@ -35,6 +54,8 @@ export interface ScriptLoadState {
   loading: Promise<void> | undefined;
   /** How many loads have finished: a `NOSCRIPT` to a call sent before the last one is stale. */
   loads: number;
+  /** How many loads have been sent: on an in-order transport, a `NOSCRIPT` to a call sent before the last one is stale. */
+  started: number;
   /** When the client last heard from its server (shared by every script on the client). */
   readonly server: ServerLiveness;
 }
@@ -57,7 +78,7 @@ export function scriptLoadState(client: object, sha: string): ScriptLoadState {
   }
   let state = bySha.get(sha);
   if (state === undefined) {
-    state = { loading: undefined, loads: 0, server: livenessOf(client) };
+    state = { loading: undefined, loads: 0, started: 0, server: livenessOf(client) };
     bySha.set(sha, state);
   }
   return state;
@@ -71,6 +92,7 @@ export function isNoScript(error: unknown): boolean {
 
 /** Starts a load and records it in `state` until it settles (it never rejects). */
 function startLoad(state: ScriptLoadState, load: Promise<unknown>): void {
+  state.started++;
   const loading = load.then(
     () => heard(state),
     () => undefined,
@@ -97,12 +119,15 @@ export async function runScript(
   keys: string[],
   args: string[],
 ): Promise<unknown> {
+  const inOrder = transport.inOrder === true;
   for (let noScripts = 0; ; ) {
-    // a call that starts while the script is being loaded waits: its EVALSHA would only fail
-    if (state.loading !== undefined) await state.loading;
+    // a call that starts while the script is being loaded waits, unless its EVALSHA will run after
+    // the load (in order): it would only fail
+    if (state.loading !== undefined && !inOrder) await state.loading;
     const loadsBefore = state.loads;
+    const startedBefore = state.started;
     try {
-      const reply = await transport.evalsha(script.sha, keys, args);
+      const reply = await (noScripts > 0 && transport.resend !== undefined ? transport.resend(script.sha, keys, args) : transport.evalsha(script.sha, keys, args));
       heard(state);
       return reply;
     } catch (error) {
@@ -110,9 +135,14 @@ export async function runScript(
     }
     heard(state);
     if (++noScripts >= MAX_NOSCRIPT) return transport.eval(script.script, keys, args).then((reply) => (heard(state), reply));
-    // a load finished since this EVALSHA was sent (its NOSCRIPT is stale), or one is in flight
-    // (awaited at the top): send EVALSHA again
-    if (state.loads !== loadsBefore || state.loading !== undefined) continue;
+    if (inOrder) {
+      // a load was sent after this EVALSHA (its NOSCRIPT is stale): sent again now, it runs after the load
+      if (state.started !== startedBefore) continue;
+    } else if (state.loads !== loadsBefore || state.loading !== undefined) {
+      // a load finished since this EVALSHA was sent (its NOSCRIPT is stale), or one is in flight
+      // (awaited at the top): send EVALSHA again
+      continue;
+    }
     if (transport.loadScript === undefined) {
       // one node: this call's EVAL loads the script and answers it; the others wait for it
       const answer = transport.eval(script.script, keys, args);

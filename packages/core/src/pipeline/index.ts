@@ -20,7 +20,7 @@ import { SluiceInputError, describe, tagged } from "../errors.js";
 import type { RateLimiter } from "../limiter.js";
 import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
-import { OUTCOME_ARGS, createChecker, isResponse } from "./check.js";
+import { OUTCOME_ARGS, createChecker, isPromiseLike, isResponse } from "./check.js";
 import { HEAD_REQUESTS, holdUntilProduced, releaseLease } from "./lease.js";
 import type { Outcome, Pipeline, PipelineOptions, Platform } from "./options.js";
 import { type Config, validate } from "./validate.js";
@@ -99,8 +99,19 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     return releaseLease(limiter, key, decision);
   }
 
-  async function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
-    const outcome = await check(...args);
+  function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
+    // an in-memory limiter with synchronous callbacks decides in place: no promise until the handler's
+    let checked: MaybePromise<Outcome>;
+    try {
+      checked = checkNow(...args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return isPromiseLike(checked) ? Promise.resolve(checked).then((outcome) => served(outcome, next)) : served(checked, next);
+  }
+
+  /** The rest of {@link handle} once the request is decided: the 429, or the handler and `finish`. */
+  async function served(outcome: Outcome, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
     if (outcome.response !== undefined) return outcome.response;
     if (outcome.decision !== undefined && outcome.decision.delayMs > 0 && !outcome.decision.dryRun) await delay(outcome);
     if (outcome.decision?.lease === undefined) return finish(outcome, await next(outcome.decision));
