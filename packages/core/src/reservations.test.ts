@@ -16,14 +16,17 @@ const T0 = 1_700_000_000_000;
  * delivered when the clock reaches the call's time plus `rttMs` (meanwhile requests keep coming).
  */
 function farStore(rttMs: number) {
-  const clock = { ms: 0 };
+  const clock = { ms: 0, rttMs };
   const memory = new MemoryStore({ clock: () => T0 + clock.ms });
   const due: { at: number; deliver: () => void }[] = [];
   const log: { method: string; at: number; units?: number }[] = [];
   const later = <T>(method: string, run: () => T | PromiseLike<T>, units?: number): Promise<T> => {
     log.push({ method, at: clock.ms, ...(units === undefined ? {} : { units }) });
     const value = run();
-    return new Promise((resolve) => due.push({ at: clock.ms + rttMs, deliver: () => resolve(value) }));
+    const at = clock.ms + clock.rttMs;
+    // answers are delivered in the order they are due
+    const i = due.findIndex((d) => d.at > at);
+    return new Promise((resolve) => due.splice(i < 0 ? due.length : i, 0, { at, deliver: () => resolve(value) }));
   };
   const store: Store = {
     bind(namespace: StoreNamespace): BoundStore {
@@ -102,6 +105,24 @@ describe("reservations with the store a round trip away", () => {
     expect(lastReservedBefore).toBeGreaterThan(1000 - 20);
     // so the new window is served from a reservation one round trip after its start
     expect(Math.min(...reserved.filter((t) => t >= 1000))).toBeLessThanOrEqual(1000 + 50 + 2);
+  });
+
+  it("one answer slower than a whole hold does not stop reservations: the next ones measure the round trip again", async () => {
+    const far = farStore(1500);
+    const limiter = limiterOn(far, fixedWindow({ limit: 1_000_000, window: "1h" }));
+    const reserved: number[] = [];
+    for (let t = 0; t < 6000; t += 2) {
+      await far.advance(t);
+      // the store is 1.5 s away for the first reservation, then 50 ms
+      if (far.log.some((c) => c.method === "reserve")) far.clock.rttMs = 50;
+      void limiter.limit("k").then((d) => {
+        if (d.reserved === true) reserved.push(t);
+      });
+    }
+    await far.advance(7000);
+    // the first came back too late to serve and went back; the next were asked for all the same
+    expect(far.log.filter((c) => c.method === "reserve").length).toBeGreaterThan(2);
+    expect(reserved.filter((t) => t >= 4000).length).toBeGreaterThan(900);
   });
 });
 

@@ -413,6 +413,17 @@ export class Reservations {
   }
 
   /**
+   * A round trip measured (ms), into the smoothed estimate. The first replaces the guess: a store
+   * farther than it would otherwise be taken for near for a dozen answers, each reservation sized
+   * and asked for too late.
+   */
+  #measured(rttMs: number): void {
+    const sample = Math.max(0, rttMs);
+    this.#rttMs = this.#rttMeasured ? this.#rttMs * 0.8 + sample * 0.2 : sample;
+    this.#rttMeasured = true;
+  }
+
+  /**
    * Asks for the next reservation when the key is hot enough and the units in hand would last
    * less than {@link LEAD_RTTS} round trips; answers the work started, or `undefined`.
    */
@@ -440,14 +451,17 @@ export class Reservations {
    * near a window's end no units are asked for that would end before they arrive, only to go back.
    */
   #size(book: Book, now: number, startsAt: number): number {
-    const storeNow = book.storeNow + (now - book.seenAt) + this.#rttMs;
+    // only reservations measure the round trip: however slow one answer was, the next is still
+    // asked for (taken to wait half a hold at most), so that its answer measures it again
+    const rttMs = Math.min(this.#rttMs, this.#maxHoldMs / 2);
+    const storeNow = book.storeNow + (now - book.seenAt) + rttMs;
     let endStore = storeNow + this.#maxHoldMs;
     for (const p of this.#policies) {
       const until = algorithmOf(p).reservation!.servesUntilMs(p, storeNow);
       if (until < endStore) endStore = until;
     }
     const lifeMs = endStore - storeNow - denyCacheMarginMs(endStore - storeNow);
-    const useMs = now + lifeMs - Math.max(startsAt, now + this.#rttMs);
+    const useMs = now + lifeMs - Math.max(startsAt, now + rttMs);
     if (useMs <= 0) return 0;
     const want = Math.ceil(book.rate * useMs);
     return Math.min(want, Math.floor(this.#options.share * book.storeRemaining), this.#options.maxUnits);
@@ -490,11 +504,7 @@ export class Reservations {
   /** A reservation's answer: its units held until its end (by this clock, conservatively), or given back when it is too late. */
   #arrived(key: string, book: Book, result: ReserveResult, epoch: number, sentAt: number): Promise<void> | undefined {
     const receivedAt = this.#clock();
-    // the first round trip measured replaces the guess (a store farther than it would otherwise
-    // be taken for near for a dozen reservations, each sized and asked for too late)
-    const rttMs = Math.max(0, receivedAt - sentAt);
-    this.#rttMs = this.#rttMeasured ? this.#rttMs * 0.8 + rttMs * 0.2 : rttMs;
-    this.#rttMeasured = true;
+    this.#measured(receivedAt - sentAt);
     this.#saw(book, result.policies, result.now, receivedAt);
     if (result.granted <= 0) {
       // nothing to hold (a limit reached, a block, an unlimited override): exact decisions for a while
