@@ -110,7 +110,8 @@ export function testReservationInvariants(hooks: InvariantHooks): void {
   });
 
   it("seldom under: 4 instances offered 120% of a fixed window's limit admit at least 98% of it, every window", async () => {
-    await offered(h, fixedWindow({ limit: 2400, window: "1s", name: "per-second" }), 4, 1.2, 3, 0.98);
+    // a minute: Redis expires state in real time, and over HTTP a simulated second takes longer than a real one
+    await offered(h, fixedWindow({ limit: 2400, window: "1m", name: "per-minute" }), 4, 1.2, 3, 0.98);
   });
 }
 
