@@ -1,0 +1,126 @@
+/**
+ * What `reserve` costs a key too slow to reserve: decisions per second of a limiter with `reserve`
+ * on beside the same limiter with it off, over the same kind of store, interleaved round by round
+ * (`lib/harness.ts`), in memory and on Redis. Each child-process entry measures one pair.
+ *
+ * Cold by construction, whatever the machine's speed: 100,000 keys visited in a fixed shuffled
+ * order, more than the 10,000 keys whose rate reservations track (`maxKeys`), so every key has
+ * been forgotten before it comes back and never reaches the 4 requests a key needs to be believed
+ * hot. That is the cold path at its dearest: every decision tracks a new key and forgets the
+ * oldest. On Redis also the cold path without eviction (see {@link TRACKED_KEYS}). Every measured
+ * decision must be allowed by the store, never from a reservation (else the run stops).
+ *
+ * In memory the store is a `MemoryStore` behind a plain wrapper: a limiter never reserves over a
+ * `MemoryStore` itself (it makes no reservations object: with `reserve` on, its decisions run the
+ * very code they run with it off, so a pair there would measure nothing but noise), and the
+ * wrapper makes the limiter keep its books as it would over any other store, where a decision
+ * costs least and their cost shows most.
+ *
+ * @module
+ */
+import { MemoryStore, RateLimiter, type Store, tokenBucket } from "@sluice/core";
+import { RedisStore } from "@sluice/redis";
+import IORedis from "ioredis";
+import { type Contender, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
+
+export const RESERVE_OFF = "reserve off";
+export const RESERVE_ON = "reserve on";
+
+/** A quota no run comes near. */
+const NEVER = 1_000_000_000;
+/** Cold keys in memory: more than reservations track by default, so each is forgotten before it comes back. */
+export const COLD_KEYS = 100_000;
+
+/**
+ * On Redis, keys each seen about twice a second (under the 4 a key needs within `maxAgeMs` to
+ * be hot) while the limiter tracks every one (`maxKeys` as many): the cold path without eviction.
+ * Decisions must then stay under 4 a second per key, 80,000 a second in all; more and the run stops.
+ */
+export const TRACKED_KEYS = 20_000;
+
+function limiterOver(store: Store, reserve: boolean | { maxKeys: number }): RateLimiter {
+  return new RateLimiter({ store, limits: tokenBucket({ capacity: NEVER, refillRate: NEVER }), prefix: "cold", onStoreError: "deny", reserve });
+}
+
+/** A `MemoryStore` that is not one to the limiter (see the module notes). */
+function wrappedMemory(): Store {
+  const store = new MemoryStore({ maxKeys: COLD_KEYS * 2 });
+  return { bind: (namespace) => store.bind(namespace) };
+}
+
+/** The two contenders, one after the other over `keys`; each has its own copy of the loop. */
+function sequentialPair(off: RateLimiter, on: RateLimiter, keys: readonly string[]): Contender[] {
+  const n = keys.length;
+  let i = 0;
+  let j = 0;
+  return [
+    {
+      name: RESERVE_OFF,
+      expect: "allow",
+      run: async (ops) => {
+        let allowed = 0;
+        for (let k = 0; k < ops; k++) {
+          const d = await off.limit(keys[i++ % n] as string);
+          if (d.allowed && d.reserved !== true) allowed++;
+        }
+        return allowed;
+      },
+    },
+    {
+      name: RESERVE_ON,
+      expect: "allow",
+      run: async (ops) => {
+        let allowed = 0;
+        for (let k = 0; k < ops; k++) {
+          const d = await on.limit(keys[j++ % n] as string);
+          if (d.allowed && d.reserved !== true) allowed++;
+        }
+        return allowed;
+      },
+    },
+  ];
+}
+
+/** Child-process entry: the pair over a `MemoryStore` behind a plain wrapper, one decision at a time. */
+export async function measureColdMemory(options: ThroughputOptions): Promise<ThroughputResult[]> {
+  const keys = shuffled(buildKeys(COLD_KEYS));
+  return measureThroughput(sequentialPair(limiterOver(wrappedMemory(), false), limiterOver(wrappedMemory(), true), keys), options);
+}
+
+/** `inFlight` callers, each awaiting one decision at a time, until `ops` are made. */
+async function inFlightRun(limiter: RateLimiter, keys: readonly string[], ops: number, inFlight: number, cursor: { i: number }): Promise<number> {
+  let left = ops;
+  let allowed = 0;
+  const caller = async () => {
+    while (left > 0) {
+      left--;
+      const d = await limiter.limit(keys[cursor.i++ % keys.length] as string);
+      if (d.allowed && d.reserved !== true) allowed++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, caller));
+  return allowed;
+}
+
+/**
+ * Child-process entry: the pair over `RedisStore` (ioredis, auto-pipelining off, a connection
+ * each) on the redis-server at `url`, `inFlight` callers each, like the Redis section: over
+ * {@link TRACKED_KEYS} keys, every one tracked (`tracked: true`), or {@link COLD_KEYS}, each
+ * forgotten before it comes back.
+ */
+export async function measureColdRedis(url: string, inFlight: number, tracked: boolean, options: ThroughputOptions): Promise<ThroughputResult[]> {
+  const keys = shuffled(buildKeys(tracked ? TRACKED_KEYS : COLD_KEYS), tracked ? 0x7ac4 : 0x5eed).map((k) => (tracked ? `t-${k}` : k));
+  const clients = [new IORedis(url, { enableAutoPipelining: false }), new IORedis(url, { enableAutoPipelining: false })];
+  try {
+    const [off, on] = clients.map((c, k) => limiterOver(new RedisStore(c), k === 0 ? false : tracked ? { maxKeys: TRACKED_KEYS } : true));
+    const offCursor = { i: 0 };
+    const onCursor = { i: 0 };
+    const contenders: Contender[] = [
+      { name: RESERVE_OFF, expect: "allow", run: (ops) => inFlightRun(off as RateLimiter, keys, ops, inFlight, offCursor) },
+      { name: RESERVE_ON, expect: "allow", run: (ops) => inFlightRun(on as RateLimiter, keys, ops, inFlight, onCursor) },
+    ];
+    return await measureThroughput(contenders, options);
+  } finally {
+    for (const c of clients) c.disconnect();
+  }
+}
