@@ -21,7 +21,7 @@
 import { MemoryStore, RateLimiter, type Store, tokenBucket } from "@sluice/core";
 import { RedisStore } from "@sluice/redis";
 import IORedis from "ioredis";
-import { type Contender, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
+import { type Contender, type RunPhase, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
 
 export const RESERVE_OFF = "reserve off";
 export const RESERVE_ON = "reserve on";
@@ -46,6 +46,46 @@ function limiterOver(store: Store, reserve: boolean | { maxKeys: number }): Rate
 function wrappedMemory(): Store {
   const store = new MemoryStore({ maxKeys: COLD_KEYS * 2 });
   return { bind: (namespace) => store.bind(namespace) };
+}
+
+/** A pair's measurement: decisions per second, and CPU time per decision of each round. */
+export interface ColdMeasurement {
+  readonly results: ThroughputResult[];
+  /** By contender: CPU µs per decision of each measured round, this process's plus redis-server's (on Redis). */
+  readonly cpuUsPerDecision: Record<string, number[]>;
+}
+
+/**
+ * CPU time per decision, round by round, read around every measured slice and outside its timing:
+ * this process's (`process.cpuUsage`) plus, with `serverCpuS`, the store's. Time a contender spends
+ * waiting for the machine counts in its decisions per second but not here, so on a machine that
+ * other work keeps busy this is the steadier figure of what a decision costs.
+ */
+function cpuMeter(slicesPerRound: number, serverCpuS?: () => Promise<number>) {
+  const rounds: number[] = [];
+  let us = 0;
+  let ops = 0;
+  let slices = 0;
+  let node = process.cpuUsage();
+  let server = 0;
+  return {
+    rounds,
+    beforeRun: async (phase: RunPhase) => {
+      if (phase !== "round") return;
+      server = serverCpuS === undefined ? 0 : await serverCpuS();
+      node = process.cpuUsage();
+    },
+    afterRun: async (phase: RunPhase, sliceOps: number) => {
+      if (phase !== "round") return;
+      const used = process.cpuUsage(node);
+      us += used.user + used.system + (serverCpuS === undefined ? 0 : ((await serverCpuS()) - server) * 1e6);
+      ops += sliceOps;
+      if (++slices === slicesPerRound) {
+        rounds.push(us / ops);
+        us = ops = slices = 0;
+      }
+    },
+  };
 }
 
 /** The two contenders, one after the other over `keys`; each has its own copy of the loop. */
@@ -82,9 +122,20 @@ function sequentialPair(off: RateLimiter, on: RateLimiter, keys: readonly string
 }
 
 /** Child-process entry: the pair over a `MemoryStore` behind a plain wrapper, one decision at a time. */
-export async function measureColdMemory(options: ThroughputOptions): Promise<ThroughputResult[]> {
+export async function measureColdMemory(options: ThroughputOptions): Promise<ColdMeasurement> {
   const keys = shuffled(buildKeys(COLD_KEYS));
-  return measureThroughput(sequentialPair(limiterOver(wrappedMemory(), false), limiterOver(wrappedMemory(), true), keys), options);
+  const pair = sequentialPair(limiterOver(wrappedMemory(), false), limiterOver(wrappedMemory(), true), keys);
+  return metered(pair, options);
+}
+
+/** Measures a pair with a {@link cpuMeter} on each contender. */
+async function metered(pair: Contender[], options: ThroughputOptions, serverCpuS?: () => Promise<number>): Promise<ColdMeasurement> {
+  const meters = pair.map(() => cpuMeter(Math.max(1, Math.floor(options.slices ?? 1)), serverCpuS));
+  const results = await measureThroughput(
+    pair.map((c, i) => ({ ...c, beforeRun: meters[i]!.beforeRun, afterRun: meters[i]!.afterRun })),
+    options,
+  );
+  return { results, cpuUsPerDecision: Object.fromEntries(pair.map((c, i) => [c.name, meters[i]!.rounds])) };
 }
 
 /** `inFlight` callers, each awaiting one decision at a time, until `ops` are made. */
@@ -108,9 +159,15 @@ async function inFlightRun(limiter: RateLimiter, keys: readonly string[], ops: n
  * {@link TRACKED_KEYS} keys, every one tracked (`tracked: true`), or {@link COLD_KEYS}, each
  * forgotten before it comes back.
  */
-export async function measureColdRedis(url: string, inFlight: number, tracked: boolean, options: ThroughputOptions): Promise<ThroughputResult[]> {
+export async function measureColdRedis(url: string, inFlight: number, tracked: boolean, options: ThroughputOptions): Promise<ColdMeasurement> {
   const keys = shuffled(buildKeys(tracked ? TRACKED_KEYS : COLD_KEYS), tracked ? 0x7ac4 : 0x5eed).map((k) => (tracked ? `t-${k}` : k));
   const clients = [new IORedis(url, { enableAutoPipelining: false }), new IORedis(url, { enableAutoPipelining: false })];
+  const admin = new IORedis(url);
+  // redis-server's CPU seconds (user + system) from its own INFO
+  const serverCpuS = async () => {
+    const info = await admin.info("cpu");
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+  };
   try {
     const [off, on] = clients.map((c, k) => limiterOver(new RedisStore(c), k === 0 ? false : tracked ? { maxKeys: TRACKED_KEYS } : true));
     const offCursor = { i: 0 };
@@ -119,8 +176,8 @@ export async function measureColdRedis(url: string, inFlight: number, tracked: b
       { name: RESERVE_OFF, expect: "allow", run: (ops) => inFlightRun(off as RateLimiter, keys, ops, inFlight, offCursor) },
       { name: RESERVE_ON, expect: "allow", run: (ops) => inFlightRun(on as RateLimiter, keys, ops, inFlight, onCursor) },
     ];
-    return await measureThroughput(contenders, options);
+    return await metered(contenders, options, serverCpuS);
   } finally {
-    for (const c of clients) c.disconnect();
+    for (const c of [...clients, admin]) c.disconnect();
   }
 }

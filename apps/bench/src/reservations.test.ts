@@ -80,7 +80,7 @@ describe("reservations bench", () => {
     // published: the cold-key ratios as figures, every table in the markdown
     const run = { date: report.date, command: "pnpm bench", machine: report.machine, durationS: 1, reservations: report };
     const figs = compare(figures(run), undefined);
-    expect(figs.map((f) => [f.section, f.contender, f.against])).toEqual(report.cold.map(() => ["reservations", "reserve on", "reserve off (time per decision)"]));
+    expect(figs.map((f) => [f.section, f.contender, f.against])).toEqual(report.cold.map(() => ["reservations", "reserve on", "reserve off (CPU per decision)"]));
     const md = benchmarksMarkdown(run, figs, undefined);
     for (const title of ["## Reservations", "### Store calls per 1,000", "### `limit()` latency", "### Admitted at 120%", "### A cold key"]) expect(md).toContain(title);
     expect(md).toContain("reservations, fixedWindow 120,000 per 60 s, Redis (ioredis), 50 ms away: store calls per 1,000 decisions");

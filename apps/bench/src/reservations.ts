@@ -21,10 +21,10 @@ import { startUpstashBridge } from "@sluice/testing/upstash-bridge";
 import IORedis from "ioredis";
 import { runInChild } from "./lib/child.js";
 import { startDelayProxy } from "./lib/delay-proxy.js";
-import type { ThroughputOptions, ThroughputResult } from "./lib/harness.js";
+import { type ThroughputOptions, type ThroughputResult, median } from "./lib/harness.js";
 import { type MachineInfo, type Target, loadAvgNow, machineInfo, runIfMain, target } from "./lib/report.js";
 import { type RatioStat, pairedStat } from "./lib/stats.js";
-import { RESERVE_OFF, RESERVE_ON } from "./reservations-cold.js";
+import { type ColdMeasurement, RESERVE_OFF, RESERVE_ON } from "./reservations-cold.js";
 import type { AdmittedRow, LimitSpec, SimOptions, StoreCallsRow, UpstashRatelimitRow } from "./reservations-contenders.js";
 import type { FarStore, LatencyOptions, LatencyRow } from "./reservations-latency.js";
 import { formatReservationsReport, specTitle } from "./reservations-report.js";
@@ -105,12 +105,18 @@ export const COLD_WRAPPED = "MemoryStore behind a wrapper, 100,000 keys forgotte
 export const COLD_REDIS = "RedisStore, 20,000 keys tracked (ioredis, 50 in flight)";
 export const COLD_REDIS_EVICTING = "RedisStore, 100,000 keys forgotten in turn (ioredis, 50 in flight)";
 
-/** One cold-key pair: its two rows and the cost of `reserve` on, as time per decision on ÷ off. */
+/** One cold-key pair: its two rows and the cost of `reserve` on, as CPU time per decision on ÷ off. */
 export interface ColdRow {
   readonly store: string;
   readonly off: ThroughputResult;
   readonly on: ThroughputResult;
+  /** Medians over the rounds of CPU µs per decision (this process's, plus redis-server's on Redis). */
+  readonly cpuUsOff: number;
+  readonly cpuUsOn: number;
+  /** CPU time per decision, on ÷ off, paired by round: the figure. */
   readonly cost: RatioStat;
+  /** Time per decision (decisions per second off ÷ on), paired by round: information. */
+  readonly wallCost: RatioStat;
   /** The issue's target where the figure is the one it names (information otherwise). */
   readonly target?: Target;
 }
@@ -152,14 +158,17 @@ async function measureCold(url: string, options: ReservationsBenchOptions): Prom
   ];
   const rows: ColdRow[] = [];
   for (const [store, entry, args] of pairs) {
-    const results = await runInChild<ThroughputResult[]>(COLD_URL, entry, args);
+    const { results, cpuUsPerDecision } = await runInChild<ColdMeasurement>(COLD_URL, entry, args);
     const off = results.find((r) => r.name === RESERVE_OFF) as ThroughputResult;
     const on = results.find((r) => r.name === RESERVE_ON) as ThroughputResult;
+    const cpuOff = cpuUsPerDecision[RESERVE_OFF] ?? [];
+    const cpuOn = cpuUsPerDecision[RESERVE_ON] ?? [];
+    const cost = pairedStat(cpuOn, cpuOff);
     // time per decision on ÷ off is decisions per second off ÷ on, round by round
-    const cost = pairedStat(off.roundOpsPerSec, on.roundOpsPerSec);
+    const wallCost = pairedStat(off.roundOpsPerSec, on.roundOpsPerSec);
     // the figure the issue names (in memory, over the memory section's own store, reserve is a no-op)
     const targeted = store === COLD_REDIS;
-    rows.push({ store, off, on, cost, ...(targeted ? { target: target(RESERVE_OFF, "<=", TARGETS.coldCost, cost.median) } : {}) });
+    rows.push({ store, off, on, cpuUsOff: median(cpuOff), cpuUsOn: median(cpuOn), cost, wallCost, ...(targeted ? { target: target(RESERVE_OFF, "<=", TARGETS.coldCost, cost.median) } : {}) });
   }
   return rows;
 }
