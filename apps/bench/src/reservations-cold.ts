@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { MemoryStore, RateLimiter, type Store, tokenBucket } from "@sluice/core";
+import { type Decision, MemoryStore, RateLimiter, type Store, tokenBucket } from "@sluice/core";
 import { RedisStore } from "@sluice/redis";
 import IORedis from "ioredis";
 import { type Contender, type RunPhase, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
@@ -40,6 +40,13 @@ export const TRACKED_KEYS = 20_000;
 
 function limiterOver(store: Store, reserve: boolean | { maxKeys: number }): RateLimiter {
   return new RateLimiter({ store, limits: tokenBucket({ capacity: NEVER, refillRate: NEVER }), prefix: "cold", onStoreError: "deny", reserve });
+}
+
+/** 1 for a decision the store allowed, else why the run must stop (the scenario broke, or the store failed). */
+function counted(d: Decision): number {
+  if (d.reserved === true) throw new Error("a cold key was decided from a reservation: the keys came faster than the scenario allows");
+  if (!d.allowed) throw new Error(`a decision was ${d.reason === "ok" ? "denied" : `made without the store (${d.reason})`}: the scenario is misconfigured or the store failed`);
+  return 1;
 }
 
 /** A `MemoryStore` that is not one to the limiter (see the module notes). */
@@ -100,8 +107,7 @@ function sequentialPair(off: RateLimiter, on: RateLimiter, keys: readonly string
       run: async (ops) => {
         let allowed = 0;
         for (let k = 0; k < ops; k++) {
-          const d = await off.limit(keys[i++ % n] as string);
-          if (d.allowed && d.reserved !== true) allowed++;
+          allowed += counted(await off.limit(keys[i++ % n] as string));
         }
         return allowed;
       },
@@ -112,8 +118,7 @@ function sequentialPair(off: RateLimiter, on: RateLimiter, keys: readonly string
       run: async (ops) => {
         let allowed = 0;
         for (let k = 0; k < ops; k++) {
-          const d = await on.limit(keys[j++ % n] as string);
-          if (d.allowed && d.reserved !== true) allowed++;
+          allowed += counted(await on.limit(keys[j++ % n] as string));
         }
         return allowed;
       },
@@ -145,8 +150,9 @@ async function inFlightRun(limiter: RateLimiter, keys: readonly string[], ops: n
   const caller = async () => {
     while (left > 0) {
       left--;
-      const d = await limiter.limit(keys[cursor.i++ % keys.length] as string);
-      if (d.allowed && d.reserved !== true) allowed++;
+      // read after the await: several callers add to it
+      const one = counted(await limiter.limit(keys[cursor.i++ % keys.length] as string));
+      allowed += one;
     }
   };
   await Promise.all(Array.from({ length: inFlight }, caller));
