@@ -42,20 +42,30 @@ export interface LimitSpec {
   readonly windowS: number;
 }
 
+/** Each algorithm's policy of a {@link LimitSpec} (a table, so that nothing branches on a kind). */
+const HOT_POLICY: Readonly<Record<HotAlgorithm, (limit: number, spec: LimitSpec) => Policy>> = {
+  fixedWindow: (limit, spec) => fixedWindow({ limit, window: spec.windowS * 1000 }),
+  slidingWindow: (limit, spec) => slidingWindow({ limit, window: spec.windowS * 1000 }),
+  tokenBucket: (limit, spec) => tokenBucket({ capacity: limit, refillRate: spec.perSecond }),
+};
+
 /** The policy of a {@link LimitSpec}. */
 export function hotPolicy(spec: LimitSpec): Policy {
-  const limit = spec.perSecond * spec.windowS;
-  if (spec.algorithm === "tokenBucket") return tokenBucket({ capacity: limit, refillRate: spec.perSecond });
-  const options = { limit, window: spec.windowS * 1000 };
-  return spec.algorithm === "fixedWindow" ? fixedWindow(options) : slidingWindow(options);
+  return HOT_POLICY[spec.algorithm](spec.perSecond * spec.windowS, spec);
 }
 
-/** The same limit as `@upstash/ratelimit` spells it. */
-export function upstashLimiter(spec: LimitSpec): ConstructorParameters<typeof Ratelimit>[0]["limiter"] {
-  const limit = spec.perSecond * spec.windowS;
-  if (spec.algorithm === "tokenBucket") return Ratelimit.tokenBucket(spec.perSecond, "1 s", limit);
-  const window = `${spec.windowS} s` as const;
-  return spec.algorithm === "fixedWindow" ? Ratelimit.fixedWindow(limit, window) : Ratelimit.slidingWindow(limit, window);
+type UpstashAlgorithm = ConstructorParameters<typeof Ratelimit>[0]["limiter"];
+
+/** The same limits as `@upstash/ratelimit` spells them. */
+const UPSTASH_LIMITER: Readonly<Record<HotAlgorithm, (limit: number, spec: LimitSpec) => UpstashAlgorithm>> = {
+  fixedWindow: (limit, spec) => Ratelimit.fixedWindow(limit, `${spec.windowS} s`),
+  slidingWindow: (limit, spec) => Ratelimit.slidingWindow(limit, `${spec.windowS} s`),
+  tokenBucket: (limit, spec) => Ratelimit.tokenBucket(spec.perSecond, "1 s", limit),
+};
+
+/** The limit of a {@link LimitSpec} as `@upstash/ratelimit` spells it. */
+export function upstashLimiter(spec: LimitSpec): UpstashAlgorithm {
+  return UPSTASH_LIMITER[spec.algorithm](spec.perSecond * spec.windowS, spec);
 }
 
 /** A steady load on one hot key, in simulated time. */

@@ -6,15 +6,21 @@
  */
 import { formatRate, markdownTable, summaryLines, verdict } from "./lib/report.js";
 import { formatStat } from "./lib/stats.js";
-import type { LimitSpec } from "./reservations-contenders.js";
+import type { HotAlgorithm, LimitSpec } from "./reservations-contenders.js";
 import type { ReservationsReport } from "./reservations.js";
 
 /** `fixedWindow 120,000 per 60 s`, `tokenBucket 20,000, 2,000/s`. */
 export function specTitle(spec: LimitSpec): string {
   const limit = (spec.perSecond * spec.windowS).toLocaleString("en-US");
-  const rate = spec.perSecond.toLocaleString("en-US");
-  return spec.algorithm === "tokenBucket" ? `tokenBucket ${limit}, ${rate}/s` : `${spec.algorithm} ${limit} per ${spec.windowS} s`;
+  return `${spec.algorithm} ${limit}${TITLE_TAIL[spec.algorithm](spec)}`;
 }
+
+/** How each algorithm's title ends: a window's length, a bucket's refill. */
+const TITLE_TAIL: Readonly<Record<HotAlgorithm, (spec: LimitSpec) => string>> = {
+  fixedWindow: (spec) => ` per ${spec.windowS} s`,
+  slidingWindow: (spec) => ` per ${spec.windowS} s`,
+  tokenBucket: (spec) => `, ${spec.perSecond.toLocaleString("en-US")}/s`,
+};
 
 const ms = (x: number) => (x >= 10 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(3));
 const share = (x: number) => `${(x * 100).toFixed(1)}%`;
