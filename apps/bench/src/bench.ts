@@ -1,7 +1,7 @@
 /**
  * `pnpm bench`: every benchmark in one run — the cost of a decision inside Redis (`redis-cost.ts`)
- * and the middleware's own cost inside the app (`app-cost.ts`), first in the report; HTTP through Hono, in memory, Redis (TCP and the Upstash REST path) and the
- * Durable Object — then the published figures:
+ * and the middleware's own cost inside the app (`app-cost.ts`), first in the report; HTTP through Hono, in memory, Redis (TCP and the Upstash REST path), the
+ * Durable Object and reservations (`reservations.ts`) — then the published figures:
  *
  * - `docs/benchmarks.md`: the tables, the machine, Node, the date, the load, the command to
  *   reproduce, the targets; each ratio beside the previous run's (read from `docs/benchmarks.json`);
@@ -24,8 +24,9 @@ import { type BenchRun, type ComparedFigure, type Figure, benchmarksMarkdown, be
 import { DEFAULT_REDIS_OPTIONS, runRedisBench } from "./redis.js";
 import { DEFAULT_REDIS_COST_OPTIONS, runRedisCostBench } from "./redis-cost.js";
 import { DEFAULT_APP_COST_OPTIONS, runAppCostBench } from "./app-cost.js";
+import { DEFAULT_RESERVATIONS_OPTIONS, runReservationsBench } from "./reservations.js";
 
-export const SECTIONS = ["redis-cost", "app", "http", "memory", "redis", "durable-object"] as const;
+export const SECTIONS = ["redis-cost", "app", "http", "memory", "redis", "durable-object", "reservations"] as const;
 export type Section = (typeof SECTIONS)[number];
 
 /** The repository's docs folder. */
@@ -66,6 +67,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
   const memory = has("memory") ? await runMemoryBench({ ...DEFAULT_MEMORY_OPTIONS, log }) : undefined;
   const redis = has("redis") ? await runRedisBench({ ...DEFAULT_REDIS_OPTIONS, log }) : undefined;
   const durableObject = has("durable-object") ? await runDoBench({ ...DEFAULT_DO_OPTIONS, log }) : undefined;
+  const reservations = has("reservations") ? await runReservationsBench({ ...DEFAULT_RESERVATIONS_OPTIONS, log }) : undefined;
   return {
     date: new Date().toISOString(),
     command: "pnpm bench",
@@ -77,6 +79,7 @@ export async function runAll(sections: readonly Section[], log: (line: string) =
     ...(redis ? { redis } : {}),
     ...(http ? { http } : {}),
     ...(durableObject ? { durableObject } : {}),
+    ...(reservations ? { reservations } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ import { type RedisCostReport, costRatioTable, costTable } from "./redis-cost.js
 import { APP_SCENARIO, type AppCostReport, appRatioTable, appTable } from "./app-cost.js";
 import { CEILING_SCRIPT as COST_CEILING_SCRIPT } from "./redis-cost-contenders.js";
 import { CEILING as REDIS_CEILING, RLF as REDIS_RLF } from "./redis-contenders.js";
+import type { ReservationsReport } from "./reservations.js";
+import { admittedTable, coldTable, latencyTable, methodLines, specTitle, storeCallsTable } from "./reservations-report.js";
 
 /** Everything one `pnpm bench` run measured. */
 export interface BenchRun {
@@ -34,13 +36,15 @@ export interface BenchRun {
   readonly redis?: RedisBenchReport;
   readonly http?: HttpBenchReport;
   readonly durableObject?: DoBenchReport;
+  /** Reservations: store calls, latency far away, admitted at 120%, a cold key's cost. */
+  readonly reservations?: ReservationsReport;
 }
 
 /** One published ratio. */
 export interface Figure {
   /** Stable across runs: `section / scenario / contender / against`. */
   readonly id: string;
-  readonly section: "redis-cost" | "app" | "http" | "memory" | "redis" | "durable-object";
+  readonly section: "redis-cost" | "app" | "http" | "memory" | "redis" | "durable-object" | "reservations";
   readonly scenario: string;
   readonly contender: string;
   readonly against: string;
@@ -149,6 +153,10 @@ export function figures(run: BenchRun): Figure[] {
       for (const r of s.rows) if (r.name !== DO_CEILING) out.push(fig("durable-object", s.title, r.name, DO_CEILING, r.vsCeiling, true, r.targets[0]));
     }
   }
+  if (run.reservations !== undefined) {
+    // a cold key's CPU time per decision, reserve on ÷ off: the one figure of the section that is a ratio of rounds
+    for (const r of run.reservations.cold) out.push(fig("reservations", `cold key, ${r.store}`, "reserve on", "reserve off (CPU per decision)", r.cost, false, r.target));
+  }
   return out;
 }
 
@@ -241,6 +249,7 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
       loadLine("memory", run.memory?.machine),
       loadLine("Redis", run.redis?.machine),
       loadLine("Durable Object", run.durableObject?.machine),
+      loadLine("reservations", run.reservations?.machine),
     ]
       .filter(Boolean)
       .join("; ")}.`,
@@ -496,6 +505,8 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     );
   }
 
+  if (run.reservations !== undefined) out.push(...reservationsSection(run.reservations));
+
   out.push("## Targets", "", "Each target of the issue, with this run's ratio: met, missed, or unstable (not decided by this run).", "");
   for (const f of figs) {
     if (f.target === undefined) continue;
@@ -507,9 +518,47 @@ export function benchmarksMarkdown(run: BenchRun, figs: readonly ComparedFigure[
     run.redis?.upstash.flatMap((u) =>
       u.targets.map((t) => `- ${t.pass ? "MET" : "MISSED"}: ${u.contender}, ${u.callers} in flight: ${u.requestsPerDecision.toFixed(2)} HTTP requests per decision, target ${t.op} ${t.bound}`),
     ) ?? [];
-  out.push(...memTargets, ...upTargets, "");
+  const res = run.reservations;
+  const resTargets = res === undefined ? [] : reservationsTargets(res);
+  out.push(...memTargets, ...upTargets, ...resTargets, "");
   out.push("![Ratios of this run](benchmarks.svg)", "");
   return out.join("\n");
+}
+
+/** The reservations section of `docs/benchmarks.md`. */
+function reservationsSection(r: ReservationsReport): string[] {
+  return [
+    "## Reservations: decisions without a round trip",
+    "",
+    ...methodLines(r),
+    "",
+    "### Store calls per 1,000 decisions on a hot key",
+    "",
+    storeCallsTable(r),
+    "",
+    `### \`limit()\` latency, the store ${r.options.latency.roundTripMs} ms away`,
+    "",
+    latencyTable(r),
+    "",
+    "### Admitted at 120% of the limit",
+    "",
+    admittedTable(r),
+    "",
+    "### A cold key: reserve on ÷ off",
+    "",
+    coldTable(r),
+    "",
+  ];
+}
+
+/** The reservations section's targets that are not ratios of rounds (counts, latencies, the admitted share). */
+function reservationsTargets(r: ReservationsReport): string[] {
+  const line = (t: Target, what: string) => `- ${t.pass ? "MET" : "MISSED"}: reservations, ${what}: ${t.value.toFixed(t.value < 1 ? 4 : 1)}, target ${t.op} ${t.bound}`;
+  return [
+    ...r.storeCalls.flatMap((c) => (c.target ? [line(c.target, `${specTitle(c.spec)}, ${c.store}, ${c.latencyMs} ms away: store calls per 1,000 decisions`)] : [])),
+    ...r.latency.flatMap((l) => l.targets.map((t) => line(t, `${l.contender}, ${r.options.latency.roundTripMs} ms away: ${t.against}`))),
+    ...r.admitted.map((a) => line(a.target, `${specTitle(a.spec)} at 120%: admitted ÷ per-decision limiting`)),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -520,7 +569,15 @@ function esc(text: string): string {
 }
 
 /** How a section is named in a label. */
-const SECTION_LABEL: Record<Figure["section"], string> = { "redis-cost": "in Redis", app: "in the app", http: "HTTP", memory: "memory", redis: "Redis", "durable-object": "Durable Object" };
+const SECTION_LABEL: Record<Figure["section"], string> = {
+  "redis-cost": "in Redis",
+  app: "in the app",
+  http: "HTTP",
+  memory: "memory",
+  redis: "Redis",
+  "durable-object": "Durable Object",
+  reservations: "reservations",
+};
 
 /**
  * `docs/benchmarks.svg`: horizontal bars on a log scale, 1× marked. First, when there are any, the

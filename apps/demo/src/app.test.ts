@@ -1,4 +1,4 @@
-import type { Store } from "@sluice/core";
+import { MemoryStore, type Store } from "@sluice/core";
 import { describe, expect, it } from "vitest";
 import { createApp } from "./app.js";
 
@@ -301,5 +301,58 @@ describe("POST /auth/login", () => {
     const api = await get("/api/quote", { "x-api-key": "free-demo-key" });
     expect(api.status).toBe(200);
     expect(api.headers.get("x-ratelimit-remaining")).toBe("9");
+  });
+});
+
+describe("reservations on the /api routes", () => {
+  /** A memory store behind a wrapper (a store a round trip away, to the limiters), counting the consume calls it is asked. */
+  function counted(clock: () => number) {
+    const inner = new MemoryStore({ clock });
+    const calls = { consume: 0, reserve: 0 };
+    const store: Store = {
+      bind(namespace) {
+        const b = inner.bind(namespace);
+        return {
+          consume: (key, cost, lease) => {
+            calls.consume++;
+            return lease === undefined ? b.consume(key, cost) : b.consume(key, cost, lease);
+          },
+          peek: (key) => b.peek(key),
+          reset: (key) => b.reset(key),
+          refund: (key, cost, charge) => b.refund(key, cost, charge),
+          release: (key, lease) => b.release(key, lease),
+          reserve: (key, units, holdMs) => {
+            calls.reserve++;
+            return b.reserve!(key, units, holdMs);
+          },
+          control: (key, command) => b.control!(key, command),
+        };
+      },
+    };
+    return { store, calls };
+  }
+
+  it("over a store that reserves, a hot key's requests are decided from units reserved ahead: fewer store decisions than requests, the same answers", async () => {
+    const state = { t: T0 };
+    const { store, calls } = counted(() => state.t);
+    const { get } = client(createApp({ store }));
+    const remaining: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const res = await get("/api/quote", { "x-api-key": "enterprise-demo-key" });
+      expect(res.status).toBe(200);
+      remaining.push(Number(res.headers.get("x-ratelimit-remaining")));
+    }
+    expect(calls.reserve).toBeGreaterThan(0);
+    expect(calls.consume).toBeLessThan(60);
+    // the burst (200) is what binds; every answer says what is left, never more than the last
+    expect(Math.max(...remaining)).toBeLessThanOrEqual(199);
+  });
+
+  it("over the demo's own memory store it changes nothing: every request is the store's", async () => {
+    const { get } = setup();
+    const remaining: string[] = [];
+    for (let i = 0; i < 12; i++) remaining.push((await get("/api/quote", { "x-api-key": "pro-demo-key" })).headers.get("x-ratelimit-remaining") ?? "");
+    // exact, one by one, as without the option
+    expect(remaining).toEqual(["49", "48", "47", "46", "45", "44", "43", "42", "41", "40", "39", "38"]);
   });
 });

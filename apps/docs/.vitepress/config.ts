@@ -25,6 +25,7 @@ const concepts: DefaultTheme.SidebarItem[] = [
   { text: "Tiers", link: "/concepts/tiers" },
   { text: "Keys and client addresses", link: "/concepts/keys" },
   { text: "Stores", link: "/concepts/stores" },
+  { text: "Reservations", link: "/concepts/reservations" },
   { text: "Failure modes and errors", link: "/concepts/failure-modes" },
   { text: "Headers and the 429", link: "/concepts/headers" },
   { text: "Adapters", link: "/concepts/adapters" },

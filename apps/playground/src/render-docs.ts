@@ -4,7 +4,8 @@
  *
  * - no arguments: writes the docs figures (`docs/playground-window-edge.svg`: fixed window beside
  *   sliding window and token bucket on the window-edge preset; `docs/playground-free-plan.svg`: all
- *   five on the free plan);
+ *   five on the free plan; `docs/reservations-timeline.svg`: three instances with reservations on
+ *   one key, see `reservations-figure.ts`);
  * - `--query "<the page's query string>" --out <file.svg> [--algorithms fixedWindow,tokenBucket]`:
  *   renders any state the page can show (the output path is relative to the repository root).
  *
@@ -15,6 +16,7 @@ import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { FIGURES, type Figure, allowedCounts, renderFigure } from "./docs-figures.js";
+import { RESERVATIONS_FIGURE_OUT, renderReservationsSvg, simulateReservations } from "./reservations-figure.js";
 import { ALGORITHMS, type AlgorithmId, PRESETS } from "./simulation.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -31,6 +33,10 @@ const { values } = parseArgs({ options: { query: { type: "string" }, out: { type
 
 if (values.query === undefined && values.out === undefined && values.algorithms === undefined) {
   for (const figure of FIGURES) await write(figure);
+  const timeline = await simulateReservations();
+  const path = resolve(ROOT, RESERVATIONS_FIGURE_OUT);
+  await writeFile(path, renderReservationsSvg(timeline));
+  console.log(`${relative(ROOT, path)}: ${timeline.decisions.length} decisions, ${timeline.calls.length} store calls`);
 } else {
   if (values.query === undefined || values.out === undefined) {
     throw new Error(`--query and --out go together, e.g. --query "preset=pro" --out docs/pro.svg (presets: ${PRESETS.map((p) => p.id).join(", ")})`);

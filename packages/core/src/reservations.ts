@@ -190,12 +190,16 @@ class Book {
 /** The reservations of one limiter (a tier's limiter has its own). */
 export class Reservations {
   readonly #books = new Map<string, Book>();
+  /** The books in the order they were tracked, from the oldest still kept (see #track). */
+  #oldest: MapIterator<[string, Book]> | undefined;
   readonly #options: Required<ReserveOptions>;
   readonly #policies: readonly Policy[];
   readonly #host: ReservationHost;
   readonly #clock: () => number;
   /** The measured round trip of a reservation (ms, smoothed). */
   #rttMs = FIRST_RTT_MS;
+  /** Whether {@link Reservations.#rttMs} was measured yet: the first answer sets it outright. */
+  #rttMeasured = false;
   /** The longest hold the policies allow (ms): a quarter of the fastest-filling bucket's fill time. */
   readonly #maxHoldMs: number;
 
@@ -226,8 +230,7 @@ export class Reservations {
       return undefined;
     }
     this.#count(book, now);
-    if (book.held.length === 0) return undefined;
-    const pending = this.#retire(key, book, now);
+    const pending = book.held.length === 0 ? undefined : this.#retire(key, book, now);
     let source: Held | undefined;
     for (const held of book.held) {
       if (held.left >= cost) {
@@ -236,8 +239,11 @@ export class Reservations {
       }
     }
     if (source === undefined) {
-      // the store decides; the give-back started goes with its decision (see observe)
-      if (pending !== undefined) book.work = book.work === undefined ? pending : Promise.all([book.work, pending]).then(noop);
+      // the store decides, and the next reservation is asked for now rather than after its answer
+      // (a window that just ended costs one round trip of store decisions, not two); what either
+      // started goes with the store's decision (see observe)
+      const work = both(pending, this.#ahead(key, book, now));
+      if (work !== undefined) book.work = both(book.work, work);
       return undefined;
     }
     source.left -= cost;
@@ -256,6 +262,12 @@ export class Reservations {
   observe(key: string, decision: Decision): Promise<void> | undefined {
     const book = this.#books.get(key);
     if (book === undefined) return undefined;
+    if (book.rate === 0 && book.work === undefined) {
+      // a cold key: nothing to ask for, so nothing read. What the store says is left is read
+      // afresh once the key is hot (a stale figure could size a reservation past its share)
+      book.storeRemaining = -1;
+      return undefined;
+    }
     const now = this.#clock();
     this.#saw(book, decision.policies, decision.now, now);
     const next = this.#ahead(key, book, now);
@@ -313,8 +325,11 @@ export class Reservations {
   #track(key: string, now: number): Book {
     const books = this.#books;
     if (books.size >= this.#options.maxKeys) {
-      // the oldest key goes; its unused units are given back
-      const [oldKey, oldBook] = books.entries().next().value as [string, Book];
+      // the oldest key goes; its unused units are given back. Keys leave only from here, oldest
+      // first, so one iterator kept across calls always points at the oldest: a fresh one would
+      // step over every key deleted before it (a Map keeps their slots until it rehashes), which
+      // made each new key cost a scan once more keys came than maxKeys
+      const [oldKey, oldBook] = (this.#oldest ??= books.entries()).next().value as [string, Book];
       books.delete(oldKey);
       if (oldBook.held.length > 0) void this.#giveBackAll(oldKey, oldBook.held, now);
     }
@@ -398,6 +413,17 @@ export class Reservations {
   }
 
   /**
+   * A round trip measured (ms), into the smoothed estimate. The first replaces the guess: a store
+   * farther than it would otherwise be taken for near for a dozen answers, each reservation sized
+   * and asked for too late.
+   */
+  #measured(rttMs: number): void {
+    const sample = Math.max(0, rttMs);
+    this.#rttMs = this.#rttMeasured ? this.#rttMs * 0.8 + sample * 0.2 : sample;
+    this.#rttMeasured = true;
+  }
+
+  /**
    * Asks for the next reservation when the key is hot enough and the units in hand would last
    * less than {@link LEAD_RTTS} round trips; answers the work started, or `undefined`.
    */
@@ -417,16 +443,25 @@ export class Reservations {
     return this.#fetch(key, book, units, now);
   }
 
-  /** How many units to ask for: what the key's rate uses from when the units in hand run out until the new ones end. */
+  /**
+   * How many units to ask for: what the key's rate uses from when the new ones can serve (once the
+   * units in hand run out, and a round trip from now at the earliest) until they end. The store's
+   * clock when it charges them is the last answer's moved on by the time since and a round trip
+   * (half for where in its trip that answer's clock was read, half for this call's way there):
+   * near a window's end no units are asked for that would end before they arrive, only to go back.
+   */
   #size(book: Book, now: number, startsAt: number): number {
-    const storeNow = book.storeNow + (now - book.seenAt);
+    // only reservations measure the round trip: however slow one answer was, the next is still
+    // asked for (taken to wait half a hold at most), so that its answer measures it again
+    const rttMs = Math.min(this.#rttMs, this.#maxHoldMs / 2);
+    const storeNow = book.storeNow + (now - book.seenAt) + rttMs;
     let endStore = storeNow + this.#maxHoldMs;
     for (const p of this.#policies) {
       const until = algorithmOf(p).reservation!.servesUntilMs(p, storeNow);
       if (until < endStore) endStore = until;
     }
     const lifeMs = endStore - storeNow - denyCacheMarginMs(endStore - storeNow);
-    const useMs = now + lifeMs - startsAt;
+    const useMs = now + lifeMs - Math.max(startsAt, now + rttMs);
     if (useMs <= 0) return 0;
     const want = Math.ceil(book.rate * useMs);
     return Math.min(want, Math.floor(this.#options.share * book.storeRemaining), this.#options.maxUnits);
@@ -469,7 +504,7 @@ export class Reservations {
   /** A reservation's answer: its units held until its end (by this clock, conservatively), or given back when it is too late. */
   #arrived(key: string, book: Book, result: ReserveResult, epoch: number, sentAt: number): Promise<void> | undefined {
     const receivedAt = this.#clock();
-    this.#rttMs = this.#rttMs * 0.8 + Math.max(0, receivedAt - sentAt) * 0.2;
+    this.#measured(receivedAt - sentAt);
     this.#saw(book, result.policies, result.now, receivedAt);
     if (result.granted <= 0) {
       // nothing to hold (a limit reached, a block, an unlimited override): exact decisions for a while
@@ -499,3 +534,8 @@ export class Reservations {
 }
 
 function noop(): void {}
+
+/** Both pieces of background work as one (either may be absent). */
+function both(a: Promise<void> | undefined, b: Promise<void> | undefined): Promise<void> | undefined {
+  return a === undefined ? b : b === undefined ? a : Promise.all([a, b]).then(noop);
+}

@@ -42,8 +42,7 @@ import {
   metrics,
   trace,
 } from "@opentelemetry/api";
-import type { Decision, DecisionInfo, Store } from "@sluice/core";
-import { SluiceConfigError } from "@sluice/core";
+import { type Decision, type DecisionInfo, MemoryStore, SluiceConfigError, type Store } from "@sluice/core";
 import { type BoundStore, type MaybePromise, type StoreNamespace, type StoreResult, toDecision } from "@sluice/core/store";
 
 /** The instrumentation scope: the name every meter and tracer of this package is obtained with. */
@@ -205,7 +204,7 @@ export function instrumentDecisions(options: InstrumentDecisionsOptions = {}): O
 }
 
 /** The operations of a bound store, each instrumented. */
-type Operation = "consume" | "peek" | "reset" | "refund" | "release" | "control";
+type Operation = "consume" | "peek" | "reset" | "refund" | "release" | "control" | "reserve";
 
 function isThenable<T>(value: MaybePromise<T>): value is Promise<T> {
   return value != null && typeof (value as { then?: unknown }).then === "function";
@@ -239,7 +238,7 @@ function storeNameOf(store: Store, option: string | undefined): string {
  * synchronously, errors are rethrown as they came, and extra work is a span and one histogram
  * measurement per call (no-ops without an SDK).
  *
- * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`, `release`, `control`), kind `CLIENT`, with
+ * - **Spans:** `sluice.store consume` (`peek`, `reset`, `refund`, `release`, `control`, `reserve`), kind `CLIENT`, with
  *   `sluice.store`, `sluice.operation`, `sluice.prefix`, `sluice.tier` (when set) and
  *   `sluice.cost`; when the store answers, the outcome: `sluice.allowed`, `sluice.policy` (the
  *   binding policy), `sluice.reason` (`ok`, `limit` or `cost-exceeds-limit`) and
@@ -289,7 +288,7 @@ export function instrumentStore(store: Store, options: InstrumentStoreOptions = 
       const bound = store.bind(namespace);
       const base: Attributes = { [ATTR_SLUICE_STORE]: storeName };
       if (namespace.tier !== undefined) base[ATTR_SLUICE_TIER] = namespace.tier;
-      return instrumentBound(bound, { tracer: tracerOf, histogram, base, spanBase: { ...base, [ATTR_SLUICE_PREFIX]: namespace.prefix } });
+      return instrumentBound(bound, store instanceof MemoryStore, { tracer: tracerOf, histogram, base, spanBase: { ...base, [ATTR_SLUICE_PREFIX]: namespace.prefix } });
     },
   };
 }
@@ -305,7 +304,7 @@ interface Tracing {
 }
 
 /** `bound` with every call traced and measured; the methods it lacks stay absent. */
-function instrumentBound(bound: BoundStore, tracing: Tracing): BoundStore {
+function instrumentBound(bound: BoundStore, memory: boolean, tracing: Tracing): BoundStore {
   const wrapped: BoundStore = {
     // the lease (a concurrency cap's) is passed on only when there is one: for a namespace without
     // a concurrency policy the store sees consume(key, cost), as the limiter calls it
@@ -327,6 +326,14 @@ function instrumentBound(bound: BoundStore, tracing: Tracing): BoundStore {
   if (typeof bound.control === "function") {
     const control = bound.control;
     wrapped.control = (key, command) => traced(tracing, "control", undefined, () => control.call(bound, key, command));
+  }
+  // reservations (the limiter's reserve option): passed on when the store makes them, so that a
+  // traced limiter still decides a hot key locally; a reservation's span has the units asked as
+  // its cost. Not over a MemoryStore: a limiter never reserves over one (it is already local), and
+  // would start to, at a cost and for nothing, only because it is traced
+  if (typeof bound.reserve === "function" && !memory) {
+    const reserve = bound.reserve;
+    wrapped.reserve = (key, units, holdMs) => traced(tracing, "reserve", units, () => reserve.call(bound, key, units, holdMs));
   }
   // the default timeout asks the store whether it is busy rather than hung (the Redis stores
   // answer): the wrapper must not hide that, or a traced limiter falls back where an untraced

@@ -323,6 +323,40 @@ describe("instrumentStore's arguments", () => {
   });
 });
 
+describe("instrumentStore passes reservations on", () => {
+  /** Twelve requests a millisecond apart on one key: whether each was decided from a reservation. */
+  const hotKey = async (store: Store) => {
+    const local = { ms: 0 };
+    const limiter = new RateLimiter({ store, prefix: "api", limits: fixedWindow({ limit: 1000, window: "1m" }), reserve: { clock: () => local.ms } });
+    const reserved: boolean[] = [];
+    for (let i = 0; i < 12; i++) {
+      local.ms = i;
+      const d = await limiter.limit("hot");
+      await d.pending;
+      reserved.push(d.reserved === true);
+    }
+    return reserved;
+  };
+
+  it("reserve() reaches a store that reserves, as a span of its own whose cost is the units asked: a traced limiter decides a hot key locally", async () => {
+    const inner = new MemoryStore({ clock: () => T0 });
+    // not a MemoryStore to the limiter: it reserves over it as over any other store
+    const elsewhere: Store = { bind: (namespace) => inner.bind(namespace) };
+    const reserved = await hotKey(instrumentStore(elsewhere, providers));
+    expect(reserved.slice(-4)).toEqual([true, true, true, true]);
+    const spans = sdk.spans().filter((s) => s.name === "sluice.store reserve");
+    expect(spans.length).toBeGreaterThan(0);
+    expect(spans[0]?.attributes).toEqual(expect.objectContaining({ "sluice.operation": "reserve", "sluice.prefix": "api", "sluice.cost": expect.any(Number) }));
+  });
+
+  it("not over a MemoryStore, where a limiter never reserves: traced, it stays the same", async () => {
+    const store = instrumentStore(new MemoryStore({ clock: () => T0 }), providers);
+    expect("reserve" in store.bind({ prefix: "p", policies: [fixedWindow({ limit: 3, window: "1m" })] })).toBe(false);
+    expect(await hotKey(store)).toEqual(Array(12).fill(false));
+    expect(sdk.spans().filter((s) => s.name === "sluice.store reserve")).toEqual([]);
+  });
+});
+
 describe("instrumentStore passes overrides and manual blocks on", () => {
   it("control() reaches the store, as a span of its own: an override and a block set through a traced store apply", async () => {
     let now = T0;
