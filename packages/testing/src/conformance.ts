@@ -42,7 +42,7 @@ import { testPenaltyBox } from "./conformance/penalty-box.js";
 import { testRecordedVectors } from "./conformance/recorded-vectors.js";
 import { testReferenceModel, testReferenceModelWithOverrides } from "./conformance/reference-models.js";
 import { testBucketRefunds, testRefunds } from "./conformance/refunds.js";
-import { testReserveCall, testReservedDecisions } from "./conformance/reservations.js";
+import { testReservationsAcrossInstances, testReserveCall, testReservedDecisions } from "./conformance/reservations.js";
 import { testReservationInvariants } from "./conformance/reservations-fuzz.js";
 import { testSeveralLimits } from "./conformance/several-limits.js";
 import { testTightRetry } from "./conformance/tight-retry.js";
@@ -70,7 +70,7 @@ export const SECTIONS: readonly (readonly [title: string, modules: readonly Suit
   ["hostile sequences", [testHostileSequences, testMixedSequences]],
   ["overrides and manual blocks", [testScaleOverrides, testOverrides, testOverrideCalls, testManualBlocks, testOverrideVisibility, testOverrideInvariants]],
   // the store call, what a limiter with reserve promises, and the multi-instance invariant
-  ["reservations", [testReserveCall, testReservedDecisions, testReservationInvariants]],
+  ["reservations", [testReserveCall, testReservedDecisions, testReservationsAcrossInstances, testReservationInvariants]],
   // names that Object.prototype answers for, as policy, quota key, key, prefix and tier: ordinary data
   ["names as data", [testNames]],
   // the deny cache's answers, which no store call makes: every field of the store's own denial, moved on

@@ -28,7 +28,7 @@ export { testPenaltyBox } from "./conformance/penalty-box.js";
 export { replayCase, testRecordedVectors } from "./conformance/recorded-vectors.js";
 export { testReferenceModel, testReferenceModelWithOverrides } from "./conformance/reference-models.js";
 export { testBucketRefunds, testRefunds } from "./conformance/refunds.js";
-export { testReserveCall, testReservedDecisions } from "./conformance/reservations.js";
+export { testReservationsAcrossInstances, testReserveCall, testReservedDecisions } from "./conformance/reservations.js";
 export { testReservationInvariants } from "./conformance/reservations-fuzz.js";
 export { testSeveralLimits } from "./conformance/several-limits.js";
 export { testTightRetry } from "./conformance/tight-retry.js";

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Admission, referenceOf } from "../algorithms/index.js";
 import type { SuiteContext } from "./context.js";
 import { violatedBound } from "./invariants.js";
-import { type ReservationHooks, reservable, reservationHooks, reservingLimiter, testReserveCall, testReservedDecisions } from "./reservations.js";
+import { type ReservationHooks, reservable, reservationHooks, reservingLimiter, testReservationsAcrossInstances, testReserveCall, testReservedDecisions } from "./reservations.js";
 import { T0, uniquePrefix } from "../suite-shared.js";
 import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "../vectors.js";
 
@@ -259,6 +259,7 @@ export function testReservations(options: { name: string; makeStore: (hooks: { c
     });
     testReserveCall(suite);
     testReservedDecisions(suite);
+    testReservationsAcrossInstances(suite);
     testReservationInvariants(suite);
   });
 }

@@ -185,14 +185,22 @@ async function steady(h: ReservationHooks, limiter: RateLimiter, key: string, fr
   return out;
 }
 
-/** What a limiter with reservations promises, on the store under test (call inside a store's `describe`). */
+/** The store under test as a limiter with reservations sees it, its calls counted. */
+const counted = (suite: SuiteContext) => countingStore(reservable(suite.store()));
+
+/** A fixed window of `limit` an hour, named `hourly`. */
+const perHour = (limit: number) => fixedWindow({ limit, window: "1h", name: "hourly" });
+
+/**
+ * What a limiter with reservations promises, on the store under test: few store calls on a hot
+ * key and one per decision on a cold one, changes made through another instance binding within
+ * `maxAgeMs`, unused units given back.
+ */
 export function testReservedDecisions(suite: SuiteContext): void {
   const h = reservationHooks(suite);
-  const counted = () => countingStore(reservable(suite.store()));
-  const perHour = (limit: number) => fixedWindow({ limit, window: "1h", name: "hourly" });
 
   it("a hot key is decided from reservations: 2,000 decisions at a steady rate, at most 20 store calls, none waiting", async () => {
-    const store = counted();
+    const store = counted(suite);
     const l = reservingLimiter(h, store, perHour(100_000), suite.prefix());
     const decisions = await steady(h, l, "hot", 0, 2000, 1);
     expect(decisions.every((d) => d.allowed)).toBe(true);
@@ -205,7 +213,7 @@ export function testReservedDecisions(suite: SuiteContext): void {
   });
 
   it("a cold key (one request a second) never reserves: one store call per decision", async () => {
-    const store = counted();
+    const store = counted(suite);
     const l = reservingLimiter(h, store, perHour(1000), suite.prefix());
     const decisions = await steady(h, l, "cold", 0, 6, 1000);
     expect(decisions.some((d) => d.reserved === true)).toBe(false);
@@ -214,7 +222,7 @@ export function testReservedDecisions(suite: SuiteContext): void {
 
   it("a limiter with a sliding log, a queue or a concurrency cap decides every request in the store", async () => {
     for (const policy of [slidingLog({ limit: 1000, window: "1h" }), leakyBucket({ rate: 100, period: "1s", burst: 100, queue: 5 }), concurrency({ limit: 1000 })]) {
-      const store = counted();
+      const store = counted(suite);
       const l = reservingLimiter(h, store, [perHour(100_000), policy], suite.prefix());
       const decisions = await steady(h, l, "k", 0, 50, 1);
       expect([policy.kind, decisions.some((d) => d.reserved === true), store.calls.reserve ?? 0]).toEqual([policy.kind, false, 0]);
@@ -256,7 +264,7 @@ export function testReservedDecisions(suite: SuiteContext): void {
   });
 
   it("returnReservations gives every unused unit back; a refund of a reserved decision goes back to its reservation without a round trip", async () => {
-    const store = counted();
+    const store = counted(suite);
     const l = reservingLimiter(h, store, perHour(10_000), suite.prefix());
     const decisions = await steady(h, l, "k", 0, 200, 1);
     const last = decisions.at(-1)!;
@@ -267,6 +275,16 @@ export function testReservedDecisions(suite: SuiteContext): void {
     await l.returnReservations();
     expect((await l.peek("k")).remaining).toBe(10_000 - 199);
   });
+
+}
+
+/**
+ * Reservations across instances on one store: units held by one instance are never refilled
+ * beneath it nor served past their window, an instance that dies holding units costs the key at
+ * most those, and while the store is down an instance serves from what it holds.
+ */
+export function testReservationsAcrossInstances(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
 
   it("a bucket never refills beneath units held elsewhere: another instance draining the bucket leaves no more than it holds", async () => {
     const store = reservable(suite.store());
@@ -343,7 +361,7 @@ export function testReservedDecisions(suite: SuiteContext): void {
   });
 
   it("while the store is down, an instance serves from the units it holds until they expire; then onStoreError decides", async () => {
-    const store = counted();
+    const store = counted(suite);
     const l = reservingLimiter(h, store, perHour(100_000), suite.prefix(), { maxAgeMs: 400 }, { onStoreError: "deny", onStoreFailure: () => {} });
     await steady(h, l, "k", 0, 100, 1);
     store.down = true;
