@@ -1,8 +1,26 @@
 /**
- * Expected rate-limit headers shared by the adapters' tests: `@sluice/testing/headers`.
+ * Rate-limit headers for the adapters' tests, read off a response and expected:
+ * `@sluice/testing/headers`.
  *
  * @module
  */
+
+/**
+ * Every header of `response` that starts with `ratelimit` or `x-ratelimit`, or is `retry-after`, as
+ * a plain object (names lower-cased, as `Headers` gives them).
+ *
+ * @example
+ * ```ts
+ * expect(rateLimitHeadersOf(await app.request("/"))).toEqual({ "ratelimit-limit": "3", "ratelimit-remaining": "2", "ratelimit-reset": "60" });
+ * ```
+ */
+export function rateLimitHeadersOf(response: Response): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of response.headers) {
+    if (name.startsWith("ratelimit") || name.startsWith("x-ratelimit") || name === "retry-after") out[name] = value;
+  }
+  return out;
+}
 
 /**
  * The headers (`"ietf"` + `"legacy"`, names lower-cased) of `fixedWindow({ limit: 2, window: "1m" })`

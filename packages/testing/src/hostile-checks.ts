@@ -10,7 +10,7 @@ import { type Decision, MAX_QUOTA, type Policy, type PolicyResult, setRateLimitH
 import { MAX_CLOCK_SKEW_MS } from "@sluice/core/store";
 import fc from "fast-check";
 import type { HostileCall, HostileOutcome, Template } from "./hostile-replies.js";
-import { headersDisagree } from "./invariants.js";
+import { headersDisagree } from "./conformance/invariants.js";
 
 /** Offsets (ms or µs) from now: near it, a day and more away, far ahead. */
 const offset = fc.oneof(

@@ -17,9 +17,10 @@ export function uniquePrefix(label = "t"): string {
 
 /**
  * `SLUICE_PROPERTY_RUNS=<n>` in the environment: every property of the suite runs `n` times, on
- * every store (a deeper search than the suite's own counts, by hand: the reference-model and
- * invariant properties found the over-quota refill times with a few hundred runs where the suite's
- * 40–60 rarely do), with limits long enough for it. Unset: the counts each store asks for.
+ * every store, with limits long enough for it — a deeper search than the suite's own counts, run
+ * by hand: some sequences (a bucket refilling while it holds more than its quota, say) take a few
+ * hundred runs to come up, where the suite's 40–60 rarely reach them. Unset: the counts each store
+ * asks for.
  */
 export function deepRuns(): number | undefined {
   const given = typeof process === "undefined" ? undefined : process.env.SLUICE_PROPERTY_RUNS;

@@ -251,6 +251,194 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(json);
 }
 
+type RedisConnection = ReturnType<typeof createClient>;
+
+/**
+ * One node-redis connection to `redisUrl` with no offline queue (a command while Redis is down
+ * fails at once, a 503) that reconnects by itself; `lastError()` is its latest connection error.
+ */
+async function connectRedis(redisUrl: string): Promise<{ redis: RedisConnection; lastError: () => Error | undefined }> {
+  const redis = createClient({
+    url: redisUrl,
+    RESP: 2,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (retries: number) => Math.min(25 * (retries + 1), 250) },
+  });
+  let lastError: Error | undefined;
+  redis.on("error", (error: Error) => {
+    lastError = error;
+  });
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.destroy();
+    throw new Error(`[sluice] [testing] the Upstash bridge could not connect to ${redisUrl}`, { cause: error });
+  }
+  return { redis, lastError: () => lastError };
+}
+
+/** What the bridge does with the commands of one request: `POST /`, `/pipeline` and `/multi-exec`. */
+interface Forwarder {
+  single(command: Command, base64: boolean): Promise<unknown>;
+  pipeline(commands: Command[], base64: boolean): Promise<Item[]>;
+  multiExec(commands: Command[], base64: boolean): Promise<Item[]>;
+}
+
+/**
+ * Forwards commands to `redis`, their scripts translated (see the module notes), or answers script
+ * calls with `scriptReply`'s hostile results. A connection failure is a 503 (`unavailable`); an
+ * error Redis replied is the command's own error.
+ */
+function forwarder(redis: RedisConnection, scriptReply: UpstashBridgeOptions["scriptReply"], lastRedisError: () => Error | undefined): Forwarder {
+  /** Client script SHA-1 → the SHA-1 of the script as rewritten for redis-server. */
+  const shas = new Map<string, string>();
+  const unavailable = (error: unknown) => {
+    const last = lastRedisError();
+    return new HttpError(503, `ERR redis unavailable: ${error instanceof Error ? error.message : String(error)}` + (last !== undefined && last !== error ? ` (${last.message})` : ""));
+  };
+  /** A hostile answer to a script call (see `scriptReply`): the raw result, or a refused command. */
+  const hostile = (command: Command, base64: boolean): RawResult | undefined => {
+    if (scriptReply === undefined || !SCRIPT_CALLS.has(command[0]!.toUpperCase())) return undefined;
+    const answer = scriptReply(command, base64);
+    if ("error" in answer) throw new RefusedCommand(answer.error);
+    return new RawResult(answer.result);
+  };
+  const sendTranslated = async (command: Command): Promise<unknown> => {
+    const t = translateScripts(command, shas);
+    const reply: unknown = await redis.sendCommand(t.command);
+    return t.reply === undefined ? reply : t.reply(reply);
+  };
+  return {
+    async single(command, base64) {
+      const refused = refusal(command);
+      if (refused !== undefined) throw new HttpError(400, refused);
+      try {
+        return { result: hostile(command, base64) ?? encodeValue(await sendTranslated(command), base64, true) };
+      } catch (error) {
+        if (error instanceof ErrorReply || error instanceof RefusedCommand) throw new HttpError(400, error.message);
+        throw unavailable(error);
+      }
+    },
+    async pipeline(commands, base64) {
+      // All sent in the same tick: node-redis writes them back to back on the one connection.
+      const settled = await Promise.allSettled(
+        commands.map(async (command) => {
+          const refused = refusal(command);
+          if (refused !== undefined) throw new RefusedCommand(refused);
+          return hostile(command, base64) ?? sendTranslated(command);
+        }),
+      );
+      return settled.map((outcome): Item => {
+        if (outcome.status === "fulfilled") return { result: outcome.value instanceof RawResult ? outcome.value : encodeValue(outcome.value, base64, true) };
+        const reason: unknown = outcome.reason;
+        if (reason instanceof ErrorReply || reason instanceof RefusedCommand) return { error: reason.message };
+        throw unavailable(reason);
+      });
+    },
+    async multiExec(commands, base64) {
+      for (const command of commands) {
+        const refused = refusal(command);
+        if (refused !== undefined) throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${refused}`);
+      }
+      const multi = redis.multi();
+      for (const command of commands) multi.addCommand(translateScripts(command, shas).command);
+      let replies: unknown[];
+      try {
+        replies = await multi.exec();
+      } catch (error) {
+        // Run-time errors: EXEC ran every command; the failed ones are ErrorReply items.
+        if (error instanceof MultiErrorReply) {
+          return error.replies.map((reply: unknown): Item => (reply instanceof ErrorReply ? { error: reply.message } : { result: encodeValue(reply, base64, true) }));
+        }
+        // Refused while queueing: Redis discards the whole transaction (EXECABORT).
+        if (error instanceof ErrorReply) throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${error.message}`);
+        throw unavailable(error);
+      }
+      return replies.map((reply): Item => ({ result: encodeValue(reply, base64, true) }));
+    },
+  };
+}
+
+/** The first error of a request, before its commands are read: a bad token, path or method. */
+function requestProblem(req: IncomingMessage, path: string, token: string): HttpError | undefined {
+  if (req.headers.authorization !== `Bearer ${token}`) return new HttpError(401, "Unauthorized: missing or invalid bearer token");
+  if (path !== "/" && path !== "/pipeline" && path !== "/multi-exec") return new HttpError(404, `ERR no such endpoint: ${req.method ?? "?"} ${path}`);
+  if (req.method !== "POST") return new HttpError(405, `ERR method ${req.method ?? "?"} not allowed: send the command as a POST body`);
+  return undefined;
+}
+
+/**
+ * The bridge's HTTP handler: checks the request, counts it in `counts()` (the counters of the
+ * moment: `resetCounts` replaces them), and answers with `forward`'s reply.
+ */
+function bridgeHandler(token: string, counts: () => UpstashBridgeCounts, forward: Forwarder) {
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://bridge").pathname;
+    counts().total += 1;
+    counts().byPath[path] = (counts().byPath[path] ?? 0) + 1;
+    try {
+      const problem = requestProblem(req, path, token);
+      if (problem !== undefined) {
+        req.resume();
+        throw problem;
+      }
+      const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
+      if (base64) counts().base64 += 1;
+      const text = await readBody(req);
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new HttpError(400, "ERR the body is not valid JSON");
+      }
+      if (path === "/") {
+        const command = toCommand(body, "the body");
+        counts().commands += 1;
+        send(res, 200, await forward.single(command, base64));
+        return;
+      }
+      const commands = toCommands(body);
+      counts().commands += commands.length;
+      send(res, 200, path === "/pipeline" ? await forward.pipeline(commands, base64) : await forward.multiExec(commands, base64));
+    } catch (error) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof HttpError) send(res, error.status, { error: error.message });
+      else send(res, 500, { error: `ERR bridge failure: ${error instanceof Error ? error.message : String(error)}` });
+    }
+  };
+}
+
+/** Resolves once `redis` is ready (at once if it is); rejects after `timeoutMs`. */
+function whenReady(redis: RedisConnection, timeoutMs: number): Promise<void> {
+  if (redis.isReady) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      redis.off("ready", onReady);
+      reject(new Error(`[sluice] [testing] the bridge's Redis connection was not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    redis.once("ready", onReady);
+  });
+}
+
+/** Listens on `HOST:port` (0: a free port); resolves with the port. */
+async function listen(server: Server, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, HOST, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
 /**
  * Starts the bridge on 127.0.0.1 and connects it to `redisUrl` (failing if Redis is not there).
  *
@@ -270,171 +458,21 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
   if (token === "" || /\s/.test(token)) {
     throw new Error("[sluice] [testing] option token must be a non-empty string without whitespace");
   }
-  const redis = createClient({
-    url: options.redisUrl,
-    RESP: 2,
-    disableOfflineQueue: true,
-    socket: { reconnectStrategy: (retries: number) => Math.min(25 * (retries + 1), 250) },
-  });
-  let lastRedisError: Error | undefined;
-  redis.on("error", (error: Error) => {
-    lastRedisError = error;
-  });
-  try {
-    await redis.connect();
-  } catch (error) {
-    redis.destroy();
-    throw new Error(`[sluice] [testing] the Upstash bridge could not connect to ${options.redisUrl}`, {
-      cause: error,
-    });
-  }
-
+  const { redis, lastError } = await connectRedis(options.redisUrl);
   let counts: UpstashBridgeCounts = { total: 0, byPath: {}, commands: 0, base64: 0 };
-
-  const unavailable = (error: unknown) =>
-    new HttpError(
-      503,
-      `ERR redis unavailable: ${error instanceof Error ? error.message : String(error)}` +
-        (lastRedisError !== undefined && lastRedisError !== error ? ` (${lastRedisError.message})` : ""),
-    );
-
-  /** Client script SHA-1 → the SHA-1 of the script as rewritten for redis-server. */
-  const shas = new Map<string, string>();
-
-  /** A hostile answer to a script call (see `scriptReply`): the raw result, or a refused command. */
-  function hostile(command: Command, base64: boolean): RawResult | undefined {
-    if (options.scriptReply === undefined || !SCRIPT_CALLS.has(command[0]!.toUpperCase())) return undefined;
-    const answer = options.scriptReply(command, base64);
-    if ("error" in answer) throw new RefusedCommand(answer.error);
-    return new RawResult(answer.result);
-  }
-
-  async function sendTranslated(command: Command): Promise<unknown> {
-    const t = translateScripts(command, shas);
-    const reply: unknown = await redis.sendCommand(t.command);
-    return t.reply === undefined ? reply : t.reply(reply);
-  }
-
-  async function single(command: Command, base64: boolean): Promise<unknown> {
-    const refused = refusal(command);
-    if (refused !== undefined) throw new HttpError(400, refused);
-    try {
-      return { result: hostile(command, base64) ?? encodeValue(await sendTranslated(command), base64, true) };
-    } catch (error) {
-      if (error instanceof ErrorReply || error instanceof RefusedCommand) throw new HttpError(400, error.message);
-      throw unavailable(error);
-    }
-  }
-
-  async function pipeline(commands: Command[], base64: boolean): Promise<Item[]> {
-    // All sent in the same tick: node-redis writes them back to back on the one connection.
-    const settled = await Promise.allSettled(
-      commands.map(async (command) => {
-        const refused = refusal(command);
-        if (refused !== undefined) throw new RefusedCommand(refused);
-        return hostile(command, base64) ?? sendTranslated(command);
-      }),
-    );
-    return settled.map((outcome): Item => {
-      if (outcome.status === "fulfilled") return { result: outcome.value instanceof RawResult ? outcome.value : encodeValue(outcome.value, base64, true) };
-      const reason: unknown = outcome.reason;
-      if (reason instanceof ErrorReply || reason instanceof RefusedCommand) return { error: reason.message };
-      throw unavailable(reason);
-    });
-  }
-
-  async function multiExec(commands: Command[], base64: boolean): Promise<Item[]> {
-    for (const command of commands) {
-      const refused = refusal(command);
-      if (refused !== undefined) {
-        throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${refused}`);
-      }
-    }
-    const multi = redis.multi();
-    for (const command of commands) multi.addCommand(translateScripts(command, shas).command);
-    let replies: unknown[];
-    try {
-      replies = await multi.exec();
-    } catch (error) {
-      if (error instanceof MultiErrorReply) {
-        // Run-time errors: EXEC ran every command; the failed ones are ErrorReply items.
-        return error.replies.map((reply: unknown): Item =>
-          reply instanceof ErrorReply ? { error: reply.message } : { result: encodeValue(reply, base64, true) },
-        );
-      }
-      if (error instanceof ErrorReply) {
-        // Refused while queueing: Redis discards the whole transaction (EXECABORT).
-        throw new HttpError(400, `EXECABORT Transaction discarded because of previous errors: ${error.message}`);
-      }
-      throw unavailable(error);
-    }
-    return replies.map((reply): Item => ({ result: encodeValue(reply, base64, true) }));
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://bridge").pathname;
-    counts.total += 1;
-    counts.byPath[path] = (counts.byPath[path] ?? 0) + 1;
-    try {
-      const auth = req.headers.authorization;
-      if (auth !== `Bearer ${token}`) {
-        req.resume();
-        throw new HttpError(401, "Unauthorized: missing or invalid bearer token");
-      }
-      if (path !== "/" && path !== "/pipeline" && path !== "/multi-exec") {
-        req.resume();
-        throw new HttpError(404, `ERR no such endpoint: ${req.method ?? "?"} ${path}`);
-      }
-      if (req.method !== "POST") {
-        req.resume();
-        throw new HttpError(405, `ERR method ${req.method ?? "?"} not allowed: send the command as a POST body`);
-      }
-      const base64 = String(req.headers["upstash-encoding"] ?? "").toLowerCase() === "base64";
-      if (base64) counts.base64 += 1;
-      const text = await readBody(req);
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new HttpError(400, "ERR the body is not valid JSON");
-      }
-      if (path === "/") {
-        const command = toCommand(body, "the body");
-        counts.commands += 1;
-        send(res, 200, await single(command, base64));
-        return;
-      }
-      const commands = toCommands(body);
-      counts.commands += commands.length;
-      send(res, 200, path === "/pipeline" ? await pipeline(commands, base64) : await multiExec(commands, base64));
-    } catch (error) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (error instanceof HttpError) send(res, error.status, { error: error.message });
-      else send(res, 500, { error: `ERR bridge failure: ${error instanceof Error ? error.message : String(error)}` });
-    }
-  }
-
+  const handle = bridgeHandler(token, () => counts, forwarder(redis, options.scriptReply, lastError));
   const server: Server = createServer((req, res) => {
     void handle(req, res);
   });
   // Longer than undici's default keep-alive, so the client never reuses a socket we just closed.
   server.keepAliveTimeout = 30_000;
+  let port: number;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(options.port ?? 0, HOST, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    port = await listen(server, options.port ?? 0);
   } catch (error) {
     redis.destroy();
     throw error;
   }
-  const port = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
 
   return {
@@ -447,20 +485,7 @@ export async function startUpstashBridge(options: UpstashBridgeOptions): Promise
     resetCounts() {
       counts = { total: 0, byPath: {}, commands: 0, base64: 0 };
     },
-    redisReady(timeoutMs = 5_000) {
-      if (redis.isReady) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const onReady = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          redis.off("ready", onReady);
-          reject(new Error(`[sluice] [testing] the bridge's Redis connection was not ready within ${timeoutMs} ms`));
-        }, timeoutMs);
-        redis.once("ready", onReady);
-      });
-    },
+    redisReady: (timeoutMs = 5_000) => whenReady(redis, timeoutMs),
     close() {
       closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

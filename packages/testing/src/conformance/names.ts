@@ -12,7 +12,7 @@
  */
 import { type Decision, type Policy, RateLimiter, createGuard, fixedWindow, setRateLimitHeaders, slidingWindow, tokenBucket } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import type { InvariantHooks } from "./invariants.js";
+import type { SuiteContext } from "./context.js";
 
 /** The names `Object.prototype` answers for, each of which must be an ordinary name everywhere. */
 export const PROTOTYPE_NAMES = Object.freeze(["toString", "constructor", "__proto__", "hasOwnProperty", "valueOf"]);
@@ -46,16 +46,16 @@ function record(name: string, value: number): Record<string, number> {
 }
 
 /** Registers the names section (call inside a store's `describe`). */
-export function testNames(hooks: InvariantHooks): void {
-  const at = (ms: number) => hooks.setNow(hooks.t0 + ms);
-  const brief = (d: Decision) => briefOf(d, hooks.t0);
+export function testNames(suite: SuiteContext): void {
+  const at = (ms: number) => suite.setNow(suite.t0 + ms);
+  const brief = (d: Decision) => briefOf(d, suite.t0);
   /** A limiter over the store under test in the namespace (`prefix`, `tier`), asking the store every time. */
   const limiter = (limits: Policy[], prefix: string, tier?: string) =>
-    new RateLimiter({ store: hooks.store(), limits, prefix, tier, denyCache: false, onStoreError: "deny", timeoutMs: hooks.storeTimeoutMs });
+    new RateLimiter({ store: suite.store(), limits, prefix, tier, denyCache: false, onStoreError: "deny", timeoutMs: suite.storeTimeoutMs });
 
   describe.each(NAMES)("the name %j", (name) => {
     it("as a policy name, beside an override of another policy: its own quota, counted and shown", async () => {
-      const l = hooks.limiter([fixedWindow({ limit: 5, window: "1s", name: "other" }), tokenBucket({ capacity: 2, refillRate: 1, interval: "1s", name })]);
+      const l = suite.limiter([fixedWindow({ limit: 5, window: "1s", name: "other" }), tokenBucket({ capacity: 2, refillRate: 1, interval: "1s", name })]);
       at(0);
       await l.setOverride("k", { quotas: { other: 10 } });
       const seen = [await l.limit("k"), await l.limit("k"), await l.limit("k")];
@@ -79,7 +79,7 @@ export function testNames(hooks: InvariantHooks): void {
     });
 
     it("as an override's quota key: applied, and given back by getOverride exactly as it was set", async () => {
-      const l = hooks.limiter([slidingWindow({ limit: 2, window: "1s", name }), fixedWindow({ limit: 100, window: "1s", name: "other" })]);
+      const l = suite.limiter([slidingWindow({ limit: 2, window: "1s", name }), fixedWindow({ limit: 100, window: "1s", name: "other" })]);
       const quotas = record(name, 4);
       at(0);
       await l.setOverride("k", { quotas });
@@ -116,7 +116,7 @@ export function testNames(hooks: InvariantHooks): void {
 
     it("as a prefix and a key: state of its own, overrides and blocks on it", async () => {
       const limits = [fixedWindow({ limit: 2, window: "1s", name: "w" })];
-      const tier = hooks.prefix(); // unique, so that no other suite on this store shares the namespace
+      const tier = suite.prefix(); // unique, so that no other suite on this store shares the namespace
       const l = limiter(limits, name, tier);
       at(0);
       const first = [await l.limit(name), await l.limit(name), await l.limit(name)];
@@ -141,12 +141,12 @@ export function testNames(hooks: InvariantHooks): void {
     });
 
     it("as a tier name (and the key) of a tiered guard: its own limits, its own namespace", async () => {
-      const prefix = hooks.prefix();
+      const prefix = suite.prefix();
       const tiers: Record<string, Policy[]> = { other: [fixedWindow({ limit: 5, window: "1s", name: "base" })] };
       Object.defineProperty(tiers, name, { value: [fixedWindow({ limit: 1, window: "1s", name })], enumerable: true });
       let chosen = name;
       const guard = createGuard({
-        store: hooks.store(),
+        store: suite.store(),
         prefix,
         tiers,
         tier: () => chosen,
@@ -154,7 +154,7 @@ export function testNames(hooks: InvariantHooks): void {
         key: () => name,
         denyCache: false,
         onStoreError: "deny",
-        timeoutMs: hooks.storeTimeoutMs,
+        timeoutMs: suite.storeTimeoutMs,
         headers: ["ietf", "draft-6"],
       });
       const request = () => new Request("https://api.test/");

@@ -25,7 +25,7 @@ import {
 } from "@sluice/core";
 import type { BoundStore, ReserveResult, StoreNamespace } from "@sluice/core/store";
 import { expect, it } from "vitest";
-import type { InvariantHooks } from "./invariants.js";
+import type { SuiteContext } from "./context.js";
 
 /** A store that forwards every call to `inner`, counting them, and can be made to fail (a store that is down). */
 export function countingStore(inner: Store): Store & { calls: Record<string, number>; down: boolean } {
@@ -58,21 +58,21 @@ export function countingStore(inner: Store): Store & { calls: Record<string, num
 export const callsOf = (store: { calls: Record<string, number> }): number => Object.values(store.calls).reduce((a, b) => a + b, 0);
 
 /** What the reservation suites share: a clock for the store and the limiters' local clock together. */
-export interface ReservationHooks extends InvariantHooks {
+export interface ReservationHooks extends SuiteContext {
   /** Sets the store's clock and the limiters' local clock (ms since `t0`). */
   at(ms: number): void;
   /** The local clock the limiters' `reserve.clock` reads. */
   local(): number;
 }
 
-/** {@link ReservationHooks} over {@link InvariantHooks}: the local clock follows the store's. */
-export function reservationHooks(hooks: InvariantHooks): ReservationHooks {
+/** {@link ReservationHooks} over a {@link SuiteContext}: the local clock follows the store's. */
+export function reservationHooks(suite: SuiteContext): ReservationHooks {
   let local = 0;
   return {
-    ...hooks,
+    ...suite,
     at(ms) {
       local = ms;
-      hooks.setNow(hooks.t0 + ms);
+      suite.setNow(suite.t0 + ms);
     },
     local: () => local,
   };
@@ -80,17 +80,17 @@ export function reservationHooks(hooks: InvariantHooks): ReservationHooks {
 
 /**
  * A limiter with reservations over `store`: the deny cache off (every denial is the store's), the
- * test's store timeout, the local clock of `hooks`.
+ * test's store timeout, the local clock of `suite`.
  */
 export function reservingLimiter(
-  hooks: ReservationHooks,
+  suite: ReservationHooks,
   store: Store,
   limits: Policy | Policy[],
   prefix: string,
   reserve: Omit<ReserveOptions, "clock"> = {},
   options: Partial<RateLimiterOptions> = {},
 ): RateLimiter {
-  return new RateLimiter({ store, limits, prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs, reserve: { ...reserve, clock: hooks.local }, ...options });
+  return new RateLimiter({ store, limits, prefix, denyCache: false, timeoutMs: suite.storeTimeoutMs, reserve: { ...reserve, clock: suite.local }, ...options });
 }
 
 /**
@@ -102,16 +102,16 @@ export function reservable(store: Store): Store {
 }
 
 /** `BoundStore.reserve`'s exact semantics on the store under test (call inside a store's `describe`). */
-export function testReserveCall(hooks: InvariantHooks): void {
-  const h = reservationHooks(hooks);
-  const bind = (policies: Policy[]) => hooks.store().bind({ prefix: hooks.prefix(), policies });
+export function testReserveCall(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
+  const bind = (policies: Policy[]) => suite.store().bind({ prefix: suite.prefix(), policies });
   const remaining = (r: { policies: readonly { remaining: number }[] }) => r.policies.map((p) => p.remaining);
 
   it("reserve charges up to the units asked, as many as every policy can give now, all or nothing", async () => {
     h.at(0);
     const bound = bind([fixedWindow({ limit: 10, window: "1m", name: "fw" }), slidingWindow({ limit: 6, window: "10s", name: "sw" })]);
     const first = await bound.reserve!("k", 4, 1000);
-    expect([first.granted, remaining(first), first.now]).toEqual([4, [6, 2], hooks.t0]);
+    expect([first.granted, remaining(first), first.now]).toEqual([4, [6, 2], suite.t0]);
     const second = await bound.reserve!("k", 4, 1000);
     expect([second.granted, remaining(second)]).toEqual([2, [4, 0]]);
     const third = await bound.reserve!("k", 4, 1000);
@@ -128,8 +128,8 @@ export function testReserveCall(hooks: InvariantHooks): void {
     const bound = bind([tokenBucket({ capacity: 10, refillRate: 10, name: "tb" })]);
     const r = await bound.reserve!("k", 3, 200);
     // TAT = 0 + 200 (the hold) + 3 × 100: the bucket reads as 5 tokens now, not 7
-    expect([r.granted, remaining(r), r.policies[0]!.resetAt - hooks.t0]).toEqual([3, [5], 500]);
-    expect(r.marks).toEqual([(hooks.t0 + 500) * 1000]);
+    expect([r.granted, remaining(r), r.policies[0]!.resetAt - suite.t0]).toEqual([3, [5], 500]);
+    expect(r.marks).toEqual([(suite.t0 + 500) * 1000]);
     const after: boolean[] = [];
     for (let i = 0; i < 6; i++) after.push((await bound.consume("k", 1)).policies[0]!.allowed);
     expect(after).toEqual([true, true, true, true, true, false]);
@@ -185,15 +185,23 @@ async function steady(h: ReservationHooks, limiter: RateLimiter, key: string, fr
   return out;
 }
 
-/** What a limiter with reservations promises, on the store under test (call inside a store's `describe`). */
-export function testReservedDecisions(hooks: InvariantHooks): void {
-  const h = reservationHooks(hooks);
-  const counted = () => countingStore(reservable(hooks.store()));
-  const perHour = (limit: number) => fixedWindow({ limit, window: "1h", name: "hourly" });
+/** The store under test as a limiter with reservations sees it, its calls counted. */
+const counted = (suite: SuiteContext) => countingStore(reservable(suite.store()));
+
+/** A fixed window of `limit` an hour, named `hourly`. */
+const perHour = (limit: number) => fixedWindow({ limit, window: "1h", name: "hourly" });
+
+/**
+ * What a limiter with reservations promises, on the store under test: few store calls on a hot
+ * key and one per decision on a cold one, changes made through another instance binding within
+ * `maxAgeMs`, unused units given back.
+ */
+export function testReservedDecisions(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
 
   it("a hot key is decided from reservations: 2,000 decisions at a steady rate, at most 20 store calls, none waiting", async () => {
-    const store = counted();
-    const l = reservingLimiter(h, store, perHour(100_000), hooks.prefix());
+    const store = counted(suite);
+    const l = reservingLimiter(h, store, perHour(100_000), suite.prefix());
     const decisions = await steady(h, l, "hot", 0, 2000, 1);
     expect(decisions.every((d) => d.allowed)).toBe(true);
     const reserved = decisions.filter((d) => d.reserved === true).length;
@@ -205,8 +213,8 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("a cold key (one request a second) never reserves: one store call per decision", async () => {
-    const store = counted();
-    const l = reservingLimiter(h, store, perHour(1000), hooks.prefix());
+    const store = counted(suite);
+    const l = reservingLimiter(h, store, perHour(1000), suite.prefix());
     const decisions = await steady(h, l, "cold", 0, 6, 1000);
     expect(decisions.some((d) => d.reserved === true)).toBe(false);
     expect(store.calls).toEqual({ consume: 6 });
@@ -214,16 +222,16 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
 
   it("a limiter with a sliding log, a queue or a concurrency cap decides every request in the store", async () => {
     for (const policy of [slidingLog({ limit: 1000, window: "1h" }), leakyBucket({ rate: 100, period: "1s", burst: 100, queue: 5 }), concurrency({ limit: 1000 })]) {
-      const store = counted();
-      const l = reservingLimiter(h, store, [perHour(100_000), policy], hooks.prefix());
+      const store = counted(suite);
+      const l = reservingLimiter(h, store, [perHour(100_000), policy], suite.prefix());
       const decisions = await steady(h, l, "k", 0, 50, 1);
       expect([policy.kind, decisions.some((d) => d.reserved === true), store.calls.reserve ?? 0]).toEqual([policy.kind, false, 0]);
     }
   });
 
   it("a block set through another instance binds within maxAgeMs; through this limiter at once", async () => {
-    const store = reservable(hooks.store());
-    const prefix = hooks.prefix();
+    const store = reservable(suite.store());
+    const prefix = suite.prefix();
     const a = reservingLimiter(h, store, perHour(100_000), prefix, { maxAgeMs: 500 });
     const b = reservingLimiter(h, store, perHour(100_000), prefix, { maxAgeMs: 500 });
     await steady(h, a, "k", 0, 100, 1);
@@ -241,8 +249,8 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("an override set through another instance binds within maxAgeMs", async () => {
-    const store = reservable(hooks.store());
-    const prefix = hooks.prefix();
+    const store = reservable(suite.store());
+    const prefix = suite.prefix();
     const a = reservingLimiter(h, store, perHour(100_000), prefix, { maxAgeMs: 300 });
     const b = reservingLimiter(h, store, perHour(100_000), prefix, { maxAgeMs: 300 });
     await steady(h, a, "k", 0, 50, 1);
@@ -256,8 +264,8 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("returnReservations gives every unused unit back; a refund of a reserved decision goes back to its reservation without a round trip", async () => {
-    const store = counted();
-    const l = reservingLimiter(h, store, perHour(10_000), hooks.prefix());
+    const store = counted(suite);
+    const l = reservingLimiter(h, store, perHour(10_000), suite.prefix());
     const decisions = await steady(h, l, "k", 0, 200, 1);
     const last = decisions.at(-1)!;
     expect(last.reserved).toBe(true);
@@ -268,9 +276,19 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
     expect((await l.peek("k")).remaining).toBe(10_000 - 199);
   });
 
+}
+
+/**
+ * Reservations across instances on one store: units held by one instance are never refilled
+ * beneath it nor served past their window, an instance that dies holding units costs the key at
+ * most those, and while the store is down an instance serves from what it holds.
+ */
+export function testReservationsAcrossInstances(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
+
   it("a bucket never refills beneath units held elsewhere: another instance draining the bucket leaves no more than it holds", async () => {
-    const store = reservable(hooks.store());
-    const prefix = hooks.prefix();
+    const store = reservable(suite.store());
+    const prefix = suite.prefix();
     // 10 tokens, one per 100 ms: a hold is at most 250 ms (a quarter of the fill time)
     const policy = tokenBucket({ capacity: 10, refillRate: 10, name: "tb" });
     const a = reservingLimiter(h, store, policy, prefix, { share: 1 });
@@ -291,10 +309,10 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
 
   it("a window's reserved units serve only inside their window: past its end another instance's full quota is all there is", async () => {
     for (const policy of [fixedWindow({ limit: 100, window: "1s", name: "w" }), slidingWindow({ limit: 100, window: "1s", name: "w" })]) {
-      const store = reservable(hooks.store());
-      const prefix = hooks.prefix();
+      const store = reservable(suite.store());
+      const prefix = suite.prefix();
       const a = reservingLimiter(h, store, policy, prefix, { share: 1 });
-      const b = new RateLimiter({ store, limits: policy, prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs });
+      const b = new RateLimiter({ store, limits: policy, prefix, denyCache: false, timeoutMs: suite.storeTimeoutMs });
       // a is hot at the end of window 0 and holds units when it ends
       const early = await steady(h, a, "k", 960, 30, 1);
       expect(early.some((d) => d.reserved === true)).toBe(true);
@@ -309,14 +327,14 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("an instance that dies holding units costs the key at most those units, until their window ends", async () => {
-    const store = reservable(hooks.store());
-    const prefix = hooks.prefix();
+    const store = reservable(suite.store());
+    const prefix = suite.prefix();
     const dying = reservingLimiter(h, store, fixedWindow({ limit: 1000, window: "10s", name: "w" }), prefix);
     await steady(h, dying, "k", 0, 20, 1);
     const held = 1000 - 20 - (await new RateLimiter({ store, limits: fixedWindow({ limit: 1000, window: "10s", name: "w" }), prefix, denyCache: false }).peek("k")).remaining;
     expect(held).toBeGreaterThan(0);
     // the instance is gone: its units stay charged, and the others get exactly the rest of the window
-    const other = new RateLimiter({ store, limits: fixedWindow({ limit: 1000, window: "10s", name: "w" }), prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs });
+    const other = new RateLimiter({ store, limits: fixedWindow({ limit: 1000, window: "10s", name: "w" }), prefix, denyCache: false, timeoutMs: suite.storeTimeoutMs });
     h.at(5000);
     const d = await other.limit("k", { cost: 1000 - 20 - held });
     expect(d.allowed).toBe(true);
@@ -326,13 +344,13 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("an instance that dies holding a bucket's units costs the key at most those units, for their refill time plus the hold", async () => {
-    const store = reservable(hooks.store());
-    const prefix = hooks.prefix();
+    const store = reservable(suite.store());
+    const prefix = suite.prefix();
     // 1,000 tokens, one per ms: a hold is at most 250 ms
     const policy = tokenBucket({ capacity: 1000, refillRate: 1000, name: "tb" });
     const dying = reservingLimiter(h, store, policy, prefix);
     await steady(h, dying, "k", 0, 20, 1);
-    const observer = new RateLimiter({ store, limits: policy, prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs });
+    const observer = new RateLimiter({ store, limits: policy, prefix, denyCache: false, timeoutMs: suite.storeTimeoutMs });
     h.at(20);
     const left = (await observer.peek("k")).remaining;
     // what the store holds back: the dead instance's unused units and the part of its hold not yet over
@@ -343,8 +361,8 @@ export function testReservedDecisions(hooks: InvariantHooks): void {
   });
 
   it("while the store is down, an instance serves from the units it holds until they expire; then onStoreError decides", async () => {
-    const store = counted();
-    const l = reservingLimiter(h, store, perHour(100_000), hooks.prefix(), { maxAgeMs: 400 }, { onStoreError: "deny", onStoreFailure: () => {} });
+    const store = counted(suite);
+    const l = reservingLimiter(h, store, perHour(100_000), suite.prefix(), { maxAgeMs: 400 }, { onStoreError: "deny", onStoreFailure: () => {} });
     await steady(h, l, "k", 0, 100, 1);
     store.down = true;
     const during = await steady(h, l, "k", 100, 500, 1);

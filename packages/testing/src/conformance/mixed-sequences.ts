@@ -20,10 +20,11 @@ import { type Decision, type Override, type Policy, RateLimiter, type Store, Slu
 import { type BoundStore, type StoreNamespace, effectivePolicies } from "@sluice/core/store";
 import fc from "fast-check";
 import { it } from "vitest";
-import type { Admission } from "./algorithms/index.js";
-import { type InvariantHooks, headersDisagree, violatedBound } from "./invariants.js";
+import type { Admission } from "../algorithms/index.js";
+import type { SuiteContext } from "./context.js";
+import { headersDisagree, violatedBound } from "./invariants.js";
 import { PROTOTYPE_NAMES } from "./names.js";
-import { overrideBody } from "./reference.js";
+import { overrideBody } from "../reference.js";
 
 /** `inner` answering through promises, so that a limiter's deny cache is on whatever the store. */
 function remote(inner: Store): Store {
@@ -113,7 +114,7 @@ interface Pending {
 }
 
 /** Registers the mixed-sequence fuzz (call inside a store's `describe`). */
-export function testMixedSequences(hooks: InvariantHooks): void {
+export function testMixedSequences(suite: SuiteContext): void {
   const huge = largestLimit();
   const scenario = fc
     .uniqueArray(NAME, { minLength: 1, maxLength: 2 })
@@ -125,11 +126,11 @@ export function testMixedSequences(hooks: InvariantHooks): void {
   it("mixed sequences (limit, peek, refund, overrides with and without ttl, blocks, cached denials, prototype names, limits and costs up to the maxima): bounds hold, and a refunded key is never more permissive than its twin that never made those requests", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ([policies, steps]) => {
-        const run = new Run(hooks, policies);
+        const run = new Run(suite, policies);
         for (const step of steps) await run.step(step);
         await run.settle();
       }),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
   });
 }
@@ -148,21 +149,21 @@ class Run {
   local = 0;
 
   constructor(
-    readonly hooks: InvariantHooks,
+    readonly suite: SuiteContext,
     readonly policies: Policy[],
   ) {
-    const common = { store: remote(hooks.store()), limits: policies, onStoreError: "deny" as const, timeoutMs: hooks.storeTimeoutMs };
-    this.l = new RateLimiter({ ...common, prefix: hooks.prefix(), denyCache: { clock: () => this.local } });
-    this.twin = new RateLimiter({ ...common, prefix: hooks.prefix(), denyCache: false });
+    const common = { store: remote(suite.store()), limits: policies, onStoreError: "deny" as const, timeoutMs: suite.storeTimeoutMs };
+    this.l = new RateLimiter({ ...common, prefix: suite.prefix(), denyCache: { clock: () => this.local } });
+    this.twin = new RateLimiter({ ...common, prefix: suite.prefix(), denyCache: false });
     this.largest = [...policies];
-    hooks.setNow(hooks.t0);
+    suite.setNow(suite.t0);
   }
 
   async step(step: Step): Promise<void> {
     if (step.op === "wait") {
       this.t += step.dt;
       this.local = this.t;
-      this.hooks.setNow(this.hooks.t0 + this.t);
+      this.suite.setNow(this.suite.t0 + this.t);
     } else if (step.op === "limit") await this.limit(step.key, step.n, step.cost, step.later);
     else if (step.op === "refund") await this.refund(step.pick);
     else if (step.op === "peek") this.sane(await this.l.peek(step.key));
@@ -231,7 +232,7 @@ class Run {
   /** What any answer must be: whole units left, never below 0; the store's clock, not the past. */
   sane(d: Decision): void {
     for (const p of [d, ...d.policies]) if (!(Number.isSafeInteger(p.remaining) && p.remaining >= 0)) throw new Error(`remaining ${p.remaining} (${d.policy}, ${d.reason})`);
-    if (d.now < this.hooks.t0 + this.t) throw new Error(`now ${d.now} is before the store's clock ${this.hooks.t0 + this.t}`);
+    if (d.now < this.suite.t0 + this.t) throw new Error(`now ${d.now} is before the store's clock ${this.suite.t0 + this.t}`);
   }
 
   /** The requests still to refund, refunded, and the last comparisons made. */

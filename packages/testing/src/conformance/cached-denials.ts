@@ -13,8 +13,8 @@
  */
 import { type Decision, type HeaderStyle, type Policy, RateLimiter, type Store, fixedWindow, setRateLimitHeaders, tokenBucket } from "@sluice/core";
 import type { BoundStore, StoreNamespace } from "@sluice/core/store";
-import { describe, expect, it } from "vitest";
-import type { InvariantHooks } from "./invariants.js";
+import { expect, it } from "vitest";
+import type { SuiteContext } from "./context.js";
 
 /** `inner` answering through promises, with a count of the consume calls that reached it. */
 function remote(inner: Store): { store: Store; consumes: () => number } {
@@ -51,22 +51,22 @@ function headersOf(d: Decision, policies: readonly Policy[], styles: HeaderStyle
 }
 
 /** Registers the cached-denials section (call inside a store's `describe`). */
-export function testCachedDenials(hooks: InvariantHooks): void {
+export function testCachedDenials(suite: SuiteContext): void {
   /**
    * A limiter with a deny cache over the store under test, its local clock and the store's moved
    * together from `t0`, and the yardstick: the same namespace, no cache.
    */
   const world = (limits: Policy[]) => {
     const time = { local: 0 };
-    const prefix = hooks.prefix();
-    const { store, consumes } = remote(hooks.store());
-    const common = { limits, prefix, onStoreError: "deny" as const, timeoutMs: hooks.storeTimeoutMs };
+    const prefix = suite.prefix();
+    const { store, consumes } = remote(suite.store());
+    const common = { limits, prefix, onStoreError: "deny" as const, timeoutMs: suite.storeTimeoutMs };
     // an entry may live an hour here: how long it lasts is what the tests look at
     const cached = new RateLimiter({ ...common, store, denyCache: { clock: () => time.local, maxAgeMs: 3_600_000 } });
-    const direct = new RateLimiter({ ...common, store: hooks.store(), denyCache: false });
+    const direct = new RateLimiter({ ...common, store: suite.store(), denyCache: false });
     const at = (ms: number) => {
       time.local = ms;
-      hooks.setNow(hooks.t0 + ms);
+      suite.setNow(suite.t0 + ms);
     };
     /** The cached limiter's answer now and the store's own, with the store calls the first one made. */
     const both = async (key: string) => {
@@ -93,7 +93,7 @@ export function testCachedDenials(hooks: InvariantHooks): void {
     expect([local.reason, store.reason]).toEqual(["cached-deny", "limit"]);
     expect(local.override).toEqual({ quotas: { short: 3 } });
     expect(fields(local)).toEqual(fields(store));
-    expect(local).toMatchObject({ now: hooks.t0 + 2_500, policy: "short", limit: 3, remaining: 0, resetAt: hooks.t0 + 10_000, retryAfterMs: 7_500 });
+    expect(local).toMatchObject({ now: suite.t0 + 2_500, policy: "short", limit: 3, remaining: 0, resetAt: suite.t0 + 10_000, retryAfterMs: 7_500 });
     expect(headersOf(local, limits, all)).toEqual({
       "ratelimit-policy": '"short";q=3;w=10, "long";q=100;w=3600',
       ratelimit: '"short";r=0;t=8, "long";r=97;t=3598',
@@ -102,7 +102,7 @@ export function testCachedDenials(hooks: InvariantHooks): void {
       "ratelimit-reset": "8",
       "x-ratelimit-limit": "3",
       "x-ratelimit-remaining": "0",
-      "x-ratelimit-reset": String(Math.ceil((hooks.t0 + 10_000) / 1000)),
+      "x-ratelimit-reset": String(Math.ceil((suite.t0 + 10_000) / 1000)),
       "retry-after": "8",
     });
     expect(headersOf(local, limits, all)).toEqual(headersOf(store, limits, all));
@@ -118,7 +118,7 @@ export function testCachedDenials(hooks: InvariantHooks): void {
     await w.cached.limit("k");
     const blocked = await w.cached.limit("k");
     expect(blocked).toMatchObject({ allowed: false, reason: "blocked", limit: 2, retryAfterMs: 60_000, override: { scale: 2 } });
-    expect(blocked.policies[0]).toMatchObject({ blocked: true, blockedUntil: hooks.t0 + 60_000 });
+    expect(blocked.policies[0]).toMatchObject({ blocked: true, blockedUntil: suite.t0 + 60_000 });
     for (const ms of [1, 30_000, 59_000]) {
       w.at(ms);
       const { local, store, calls } = await w.both("k");
@@ -127,7 +127,7 @@ export function testCachedDenials(hooks: InvariantHooks): void {
       expect(fields(local)).toEqual(fields(store));
       expect(local.override).toEqual({ scale: 2 });
       expect(local.policies).toEqual([
-        { policy: "login", allowed: false, limit: 2, remaining: 0, resetAt: hooks.t0 + 60_000, retryAfterMs: 60_000 - ms, delayMs: 0, refillAt: hooks.t0 + 60_000, blocked: true, blockedUntil: hooks.t0 + 60_000 },
+        { policy: "login", allowed: false, limit: 2, remaining: 0, resetAt: suite.t0 + 60_000, retryAfterMs: 60_000 - ms, delayMs: 0, refillAt: suite.t0 + 60_000, blocked: true, blockedUntil: suite.t0 + 60_000 },
       ]);
       expect(headersOf(local, limits, all)).toEqual(headersOf(store, limits, all));
       expect(headersOf(local, limits, ["ietf"])).toEqual({
@@ -176,7 +176,7 @@ export function testCachedDenials(hooks: InvariantHooks): void {
     const late = await w.both("k");
     expect([late.local.reason, late.calls]).toEqual(["cached-deny", 0]);
     expect(fields(late.local)).toEqual(fields(late.store));
-    expect(late.local.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs, p.resetAt - hooks.t0, p.refillAt - hooks.t0])).toEqual([
+    expect(late.local.policies.map((p) => [p.policy, p.allowed, p.remaining, p.retryAfterMs, p.resetAt - suite.t0, p.refillAt - suite.t0])).toEqual([
       ["minute", false, 0, 15_000, 60_000, 60_000],
       ["bucket", true, 5, 0, 45_000, 45_000],
     ]);

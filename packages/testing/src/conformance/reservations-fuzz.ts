@@ -11,11 +11,12 @@
 import { type Decision, type Policy, RateLimiter, type Store, fixedWindow } from "@sluice/core";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Admission, referenceOf } from "./algorithms/index.js";
-import { type InvariantHooks, violatedBound } from "./invariants.js";
-import { type ReservationHooks, reservable, reservationHooks, reservingLimiter, testReserveCall, testReservedDecisions } from "./reservations.js";
-import { T0, uniquePrefix } from "./suite-shared.js";
-import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "./vectors.js";
+import { type Admission, referenceOf } from "../algorithms/index.js";
+import type { SuiteContext } from "./context.js";
+import { violatedBound } from "./invariants.js";
+import { type ReservationHooks, reservable, reservationHooks, reservingLimiter, testReservationsAcrossInstances, testReserveCall, testReservedDecisions } from "./reservations.js";
+import { T0, uniquePrefix } from "../suite-shared.js";
+import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "../vectors.js";
 
 /** Policies for the fuzz: mostly kinds that reserve (so reservations happen), now and then one that declines. */
 const specsArbitrary: fc.Arbitrary<PolicySpec[]> = fc.array(
@@ -58,17 +59,17 @@ const scenarioArbitrary = specsArbitrary.chain((specs) => {
 });
 
 /** The multi-instance invariant fuzz (call inside a store's `describe`). */
-export function testReservationInvariants(hooks: InvariantHooks): void {
-  const h = reservationHooks(hooks);
-  testReserveRule(hooks);
+export function testReservationInvariants(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
+  testReserveRule(suite);
 
   it("2 to 8 instances reserving on one store never admit more than a policy allows in any span (random arrivals, keys, costs, refunds, ages and shares)", async () => {
     // the property is about reserved decisions: some runs must have made them
     let reserved = 0;
     await fc.assert(
       fc.asyncProperty(scenarioArbitrary, async ([policies, options, steps]) => {
-        const store = reservable(hooks.store());
-        const prefix = hooks.prefix();
+        const store = reservable(suite.store());
+        const prefix = suite.prefix();
         const instances = options.map((o) => reservingLimiter(h, store, policies, prefix, o));
         const admissions: Admission[] = [];
         const owners = new Map<Decision, RateLimiter>();
@@ -93,8 +94,8 @@ export function testReservationInvariants(hooks: InvariantHooks): void {
                 if (!d.allowed) continue;
                 if (d.reserved === true) reserved++;
                 owners.set(d, l);
-                admissions.push({ key: step.key, atMs: hooks.t0 + t, cost: step.cost, refunded: 0, decision: d, released: false });
-                const broken = violatedBound(policies, admissions, step.key, hooks.t0 + t);
+                admissions.push({ key: step.key, atMs: suite.t0 + t, cost: step.cost, refunded: 0, decision: d, released: false });
+                const broken = violatedBound(policies, admissions, step.key, suite.t0 + t);
                 if (broken !== undefined) throw new Error(`over-admission with reservations: ${broken} (the last decision ${d.reserved === true ? "reserved" : d.reason})`);
               }
             }
@@ -104,7 +105,7 @@ export function testReservationInvariants(hooks: InvariantHooks): void {
           await Promise.all(instances.map((l) => l.returnReservations()));
         }
       }),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
     expect(reserved).toBeGreaterThan(0);
   });
@@ -123,8 +124,8 @@ export function testReservationInvariants(hooks: InvariantHooks): void {
  * meanwhile, never let a span admit more than its bound. The design's rule, stated here on its own
  * (not read from core): that is what a limiter relies on when it serves from them.
  */
-function testReserveRule(hooks: InvariantHooks): void {
-  const h = reservationHooks(hooks);
+function testReserveRule(suite: SuiteContext): void {
+  const h = reservationHooks(suite);
   const endOf = (policies: readonly Policy[], atMs: number, holdMs: number) => {
     let end = atMs + holdMs;
     for (const p of policies) if ("windowMs" in p) end = Math.min(end, (Math.floor(atMs / p.windowMs) + 1) * p.windowMs);
@@ -151,14 +152,14 @@ function testReserveRule(hooks: InvariantHooks): void {
     let used = 0;
     await fc.assert(
       fc.asyncProperty(scenario, async ([policies, steps]) => {
-        const bound = hooks.store().bind({ prefix: hooks.prefix(), policies });
+        const bound = suite.store().bind({ prefix: suite.prefix(), policies });
         const held: { left: number; endMs: number }[] = [];
         const admissions: Admission[] = [];
         let t = 0;
         h.at(t);
         const admit = (cost: number) => {
-          admissions.push({ key: "k", atMs: hooks.t0 + t, cost, refunded: 0, decision: undefined as never, released: false });
-          const broken = violatedBound(policies, admissions, "k", hooks.t0 + t);
+          admissions.push({ key: "k", atMs: suite.t0 + t, cost, refunded: 0, decision: undefined as never, released: false });
+          const broken = violatedBound(policies, admissions, "k", suite.t0 + t);
           if (broken !== undefined) throw new Error(`over-admission from reserved units: ${broken}`);
         };
         for (const step of steps) {
@@ -169,10 +170,10 @@ function testReserveRule(hooks: InvariantHooks): void {
             const r = await bound.reserve!("k", step.units, step.holdMs);
             expect(r.granted).toBeGreaterThanOrEqual(0);
             expect(r.granted).toBeLessThanOrEqual(step.units);
-            if (r.granted > 0) held.push({ left: r.granted, endMs: endOf(policies, hooks.t0 + t, step.holdMs) });
+            if (r.granted > 0) held.push({ left: r.granted, endMs: endOf(policies, suite.t0 + t, step.holdMs) });
           } else if (step.op === "use") {
             const r = held[step.pick % Math.max(1, held.length)];
-            if (r === undefined || hooks.t0 + t >= r.endMs) continue;
+            if (r === undefined || suite.t0 + t >= r.endMs) continue;
             const n = Math.min(step.n, r.left);
             r.left -= n;
             used += n;
@@ -182,7 +183,7 @@ function testReserveRule(hooks: InvariantHooks): void {
           }
         }
       }),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
     expect(used).toBeGreaterThan(0);
   });
@@ -231,16 +232,23 @@ export function testReservations(options: { name: string; makeStore: (hooks: { c
   const clock = { now: T0 };
   let store: Store;
   const timeout = options.timeoutMs ?? 60_000;
-  const hooks: InvariantHooks = {
-    limiter: (limits, prefix = uniquePrefix("res")) => new RateLimiter({ store, limits, prefix, denyCache: false, timeoutMs: Math.floor(timeout / 2) }),
-    store: () => store,
-    prefix: () => uniquePrefix("res"),
+  const storeTimeoutMs = Math.floor(timeout / 2);
+  const runs = options.numRuns ?? 20;
+  const suite: SuiteContext = {
+    name: options.name,
+    t0: T0,
     setNow: (ms) => {
       clock.now = ms;
     },
-    t0: T0,
-    numRuns: options.numRuns ?? 20,
-    storeTimeoutMs: Math.floor(timeout / 2),
+    at: (ms) => {
+      clock.now = T0 + ms;
+    },
+    store: () => store,
+    limiter: (limits, prefix = uniquePrefix("res")) => new RateLimiter({ store, limits, prefix, denyCache: false, timeoutMs: storeTimeoutMs }),
+    prefix: (label = "res") => uniquePrefix(label),
+    runs: { properties: runs, overrides: runs, invariants: runs },
+    timeoutMs: timeout,
+    storeTimeoutMs,
   };
   describe(`reservations: ${options.name}`, { timeout }, () => {
     beforeAll(async () => {
@@ -249,8 +257,9 @@ export function testReservations(options: { name: string; makeStore: (hooks: { c
     afterAll(async () => {
       await options.teardown?.();
     });
-    testReserveCall(hooks);
-    testReservedDecisions(hooks);
-    testReservationInvariants(hooks);
+    testReserveCall(suite);
+    testReservedDecisions(suite);
+    testReservationsAcrossInstances(suite);
+    testReservationInvariants(suite);
   });
 }

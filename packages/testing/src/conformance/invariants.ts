@@ -17,44 +17,15 @@
  *
  * @module
  */
-import {
-  type Decision,
-  type Override,
-  type Policy,
-  RateLimiter,
-  type RateLimiterOptions,
-  SluiceInputError,
-  SluiceStoreError,
-  type Store,
-  fixedWindow,
-  limitedResponse,
-  setRateLimitHeaders,
-  tokenBucket,
-} from "@sluice/core";
-import { type BoundStore, type StoreNamespace, effectivePolicies } from "@sluice/core/store";
+import { type Decision, type Override, type Policy, type RateLimiter, SluiceInputError, limitedResponse, setRateLimitHeaders } from "@sluice/core";
+import { effectivePolicies } from "@sluice/core/store";
 import fc from "fast-check";
 import { expect, it } from "vitest";
-import { type Admission, referenceOf } from "./algorithms/index.js";
-import { overrideBody } from "./reference.js";
-import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "./vectors.js";
-
-/** What the suite needs of the store under test. */
-export interface InvariantHooks {
-  /** A limiter over the store under test, with a prefix no other test uses. */
-  limiter(limits: Policy[], prefix?: string): RateLimiter;
-  /** The store under test (for limiters with options of their own, and wrappers around it). */
-  store(): Store;
-  /** A prefix no other test uses. */
-  prefix(): string;
-  /** Sets the store's clock (epoch ms). */
-  setNow(ms: number): void;
-  /** The epoch ms the sequences start near. */
-  t0: number;
-  /** Property runs. */
-  numRuns: number;
-  /** The limiters' `timeoutMs`: the test's budget, not the production default. */
-  storeTimeoutMs: number;
-}
+import { type Admission, referenceOf } from "../algorithms/index.js";
+import { overrideBody } from "../reference.js";
+import { type PolicySpec, policyFromSpec, policySpecArbitrary } from "../vectors.js";
+import type { SuiteContext } from "./context.js";
+import { namedPolicies } from "./helpers.js";
 
 /**
  * Checks every policy's bound for the spans that end at `nowMs` (the time of an admission): a
@@ -110,10 +81,7 @@ const policiesArbitrary = fc.oneof(
 );
 
 /** Registers the invariant tests (call inside a store's `describe`). */
-export function testInvariants(hooks: InvariantHooks): void {
-  const named = (specs: PolicySpec[]) =>
-    specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
-
+export function testInvariants(suite: SuiteContext): void {
   it("admission bounds hold for any sequence of limits, refunds (current, stale, duplicate, foreign), releases, blocks and clock moves; every 429's headers agree with its body", async () => {
     // episodes rather than single calls, so that the interleavings that matter come up: a burst,
     // a wait on one of the policies' own time scales (a unit's refill, half a window, a window, a
@@ -141,14 +109,14 @@ export function testInvariants(hooks: InvariantHooks): void {
     });
     await fc.assert(
       fc.asyncProperty(scenario, async ([specs, episodes]) => {
-        const policies = named(specs);
-        const l = hooks.limiter(policies);
+        const policies = namedPolicies(specs);
+        const l = suite.limiter(policies);
         // a limiter of another namespace (another prefix, and a tokenBucket of its own) on the same store
-        const other = hooks.limiter([policyFromSpec({ kind: "tokenBucket", options: { capacity: 3, refillRate: 1, name: "p0" } })]);
+        const other = suite.limiter([policyFromSpec({ kind: "tokenBucket", options: { capacity: 3, refillRate: 1, name: "p0" } })]);
         const admissions: Admission[] = [];
         const foreignDecisions: Decision[] = [];
-        let t = hooks.t0 + 17;
-        hooks.setNow(t);
+        let t = suite.t0 + 17;
+        suite.setNow(t);
         const limit = async (key: string, n: number, cost: number) => {
           for (let i = 0; i < n; i++) {
             const decision = await l.limit(key, { cost });
@@ -165,7 +133,7 @@ export function testInvariants(hooks: InvariantHooks): void {
         for (const e of episodes) {
           await limit(e.key, e.first.n, e.first.cost);
           t += e.wait;
-          hooks.setNow(t);
+          suite.setNow(t);
           await limit(e.key, e.drain.n, e.drain.cost);
           for (const aside of e.asides) {
             const mine = admissions.filter((a) => a.key === e.key);
@@ -196,7 +164,7 @@ export function testInvariants(hooks: InvariantHooks): void {
           await limit(e.key, e.last.n, e.last.cost);
         }
       }),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
   });
 
@@ -211,18 +179,18 @@ export function testInvariants(hooks: InvariantHooks): void {
         fc.array(fc.record({ dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 })), cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 30 }),
         async ([first, block], rest, requests) => {
           const specs = [{ ...first, options: { ...first.options, block } } as PolicySpec, ...rest];
-          const policies = named(specs);
-          const l = hooks.limiter(policies);
-          let t = hooks.t0 + 29;
+          const policies = namedPolicies(specs);
+          const l = suite.limiter(policies);
+          let t = suite.t0 + 29;
           for (const request of requests) {
             t += request.dt;
-            hooks.setNow(t);
+            suite.setNow(t);
             const d = await l.limit("k", { cost: request.cost });
             if (d.allowed || d.retryAfterMs === Infinity) continue;
             const disagreement = await headersDisagree(d, policies);
             if (disagreement !== undefined) throw new Error(`a 429 whose headers disagree with its body: ${disagreement}`);
             t += d.retryAfterMs;
-            hooks.setNow(t);
+            suite.setNow(t);
             const retried = await l.limit("k", { cost: request.cost });
             if (!retried.allowed) {
               throw new Error(
@@ -232,7 +200,7 @@ export function testInvariants(hooks: InvariantHooks): void {
           }
         },
       ),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
   });
 }
@@ -272,10 +240,7 @@ async function trySetOverride(l: RateLimiter, key: string, override: Override, t
  * admission bounds with the largest of the quotas a run has set, and an obedient client under
  * manual blocks.
  */
-export function testOverrideInvariants(hooks: InvariantHooks): void {
-  const named = (specs: PolicySpec[]) =>
-    specs.map((s, i) => policyFromSpec({ ...s, options: { ...s.options, name: `p${i}` } } as PolicySpec));
-
+export function testOverrideInvariants(suite: SuiteContext): void {
   it("overrides set, changed, cleared and ending at random times never let more through than the largest of the quotas allows (fixed window per window, sliding log per span, buckets burst + rate × span, leases at once)", async () => {
     const scenario = policiesArbitrary.chain((specs) => {
       const scales = specs.flatMap((spec) => timeScalesMs(policyFromSpec(spec)));
@@ -292,17 +257,17 @@ export function testOverrideInvariants(hooks: InvariantHooks): void {
     });
     await fc.assert(
       fc.asyncProperty(scenario, async ([specs, steps]) => {
-        const policies = named(specs);
-        const l = hooks.limiter(policies);
+        const policies = namedPolicies(specs);
+        const l = suite.limiter(policies);
         // per policy, the effective policy with the largest quota the run has set so far (its own to begin with)
         const largest = [...policies];
         const admissions: Admission[] = [];
-        let t = hooks.t0 + 23;
-        hooks.setNow(t);
+        let t = suite.t0 + 23;
+        suite.setNow(t);
         for (const step of steps) {
           if (step.op === "wait") {
             t += step.dt;
-            hooks.setNow(t);
+            suite.setNow(t);
           } else if (step.op === "set") {
             const override = overrideOf(step.override, policies.length);
             if (!(await trySetOverride(l, step.key, override, step.override.ttl)) || "unlimited" in override) continue;
@@ -332,7 +297,7 @@ export function testOverrideInvariants(hooks: InvariantHooks): void {
           }
         }
       }),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
   });
 
@@ -350,13 +315,13 @@ export function testOverrideInvariants(hooks: InvariantHooks): void {
         fc.array(policySpecArbitrary({ leases: false }), { minLength: 1, maxLength: 2 }),
         fc.array(request, { minLength: 1, maxLength: 20 }),
         async (specs, requests) => {
-          const policies = named(specs);
-          const l = hooks.limiter(policies);
-          let t = hooks.t0 + 31;
+          const policies = namedPolicies(specs);
+          const l = suite.limiter(policies);
+          let t = suite.t0 + 31;
           let blockEnd = 0;
           for (const r of requests) {
             t += r.dt;
-            hooks.setNow(t);
+            suite.setNow(t);
             if (r.override === "clear") await l.clearOverride("k");
             else if (r.override !== undefined) await trySetOverride(l, "k", overrideOf(r.override, policies.length), undefined);
             if (r.unblock) {
@@ -375,161 +340,21 @@ export function testOverrideInvariants(hooks: InvariantHooks): void {
             if (d.allowed || d.retryAfterMs === Infinity) continue;
             if (blockEnd > t && d.retryAfterMs === blockEnd - t) {
               // told to come back when the block ends: 1 ms earlier it still runs (and counts nothing)
-              hooks.setNow(blockEnd - 1);
+              suite.setNow(blockEnd - 1);
               expect((await l.limit("k", { cost: r.cost })).reason).toBe("blocked");
             }
             t += d.retryAfterMs;
-            hooks.setNow(t);
+            suite.setNow(t);
             const retried = await l.limit("k", { cost: r.cost });
             if (!retried.allowed) {
               throw new Error(
-                `denied again at now + retryAfterMs (${d.retryAfterMs} ms after a "${d.reason}" denial by ${d.policy}, manual block until ${blockEnd - hooks.t0}): ${retried.reason} by ${retried.policy}, retryAfterMs ${retried.retryAfterMs}`,
+                `denied again at now + retryAfterMs (${d.retryAfterMs} ms after a "${d.reason}" denial by ${d.policy}, manual block until ${blockEnd - suite.t0}): ${retried.reason} by ${retried.policy}, retryAfterMs ${retried.retryAfterMs}`,
               );
             }
           }
         },
       ),
-      { numRuns: hooks.numRuns },
+      { numRuns: suite.runs.invariants },
     );
-  });
-}
-
-/** A store that forwards to `inner`, letting a test step in: count calls, fail or hold one. */
-function steppedInto(
-  inner: Store,
-  intercept: { consume?: () => void; refund?: (forward: () => Promise<unknown>) => Promise<unknown> | undefined },
-): Store {
-  return {
-    bind(namespace: StoreNamespace): BoundStore {
-      const bound = inner.bind(namespace);
-      return {
-        consume: async (key, cost, lease) => {
-          intercept.consume?.();
-          return lease === undefined ? bound.consume(key, cost) : bound.consume(key, cost, lease);
-        },
-        peek: async (key) => bound.peek(key),
-        reset: async (key) => bound.reset(key),
-        refund: async (key, cost, charge) => {
-          const forward = async () => bound.refund(key, cost, charge);
-          const stepped = intercept.refund?.(forward);
-          return (stepped ?? forward()) as ReturnType<BoundStore["refund"]>;
-        },
-        release: async (key, lease) => bound.release(key, lease),
-        // overrides and manual blocks pass through untouched, when the store holds them
-        ...(bound.control === undefined ? {} : { control: async (key: string, command: Parameters<NonNullable<BoundStore["control"]>>[1]) => bound.control!(key, command) }),
-      };
-    },
-  };
-}
-
-/**
- * The hostile sequences that broke the protection features (each once reproduced on every store),
- * as tests: each must hold on the store under test.
- */
-export function testHostileSequences(hooks: InvariantHooks): void {
-  const at = (ms: number) => hooks.setNow(hooks.t0 + ms);
-  const make = (limits: Policy | Policy[], options: Partial<RateLimiterOptions> = {}) =>
-    new RateLimiter({ store: hooks.store(), limits, prefix: hooks.prefix(), denyCache: false, timeoutMs: hooks.storeTimeoutMs, ...options });
-
-  it("refund() refuses a decision made for another key, prefix, tier or list of policies (SluiceInputError), and nothing changes", async () => {
-    at(0);
-    const limits = fixedWindow({ limit: 3, window: "1h", name: "hourly" });
-    const prefix = hooks.prefix();
-    const l = make(limits, { prefix });
-    const dA = await l.limit("A");
-    for (let i = 0; i < 3; i++) expect((await l.limit("B")).allowed).toBe(true);
-    const refused = async (decision: Decision) => {
-      const error = await l.refund("B", { decision }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(SluiceInputError);
-      expect((error as Error).message).toMatch(/decision/);
-    };
-    await refused(dA); // another key
-    await refused(await make(limits).limit("B")); // another prefix
-    await refused(await make(limits, { prefix, tier: "pro" }).limit("B")); // another tier
-    // another list of policies under the same prefix: a cost-3 tokenBucket decision
-    await refused(await make(tokenBucket({ capacity: 5, refillRate: 1, name: "hourly" }), { prefix }).limit("B", { cost: 3 }));
-    await refused({ ...dA }); // a copy: cannot be checked
-    const after = await l.limit("B");
-    expect([after.allowed, after.remaining]).toEqual([false, 0]); // B was never given a 4th
-    // the same namespace through another limiter object: its decisions are this limiter's too
-    const twin = new RateLimiter({ store: hooks.store(), limits, prefix, denyCache: false, timeoutMs: hooks.storeTimeoutMs });
-    expect((await twin.refund("A", { decision: dA })).remaining).toBe(3);
-  });
-
-  it("a bucket refund of a charge the refill has erased gives nothing back: no 4th admission at one instant", async () => {
-    const l = make(tokenBucket({ capacity: 3, refillRate: 1 }));
-    at(0);
-    const old = await l.limit("k");
-    expect(old.allowed).toBe(true);
-    at(10_000); // full again long since
-    const recent: Decision[] = [];
-    for (let i = 0; i < 3; i++) recent.push(await l.limit("k"));
-    expect(recent.map((d) => d.allowed)).toEqual([true, true, true]);
-    expect((await l.refund("k", { decision: old })).remaining).toBe(0);
-    expect((await l.limit("k")).allowed).toBe(false);
-    // a charge still in effect is given back in full, once
-    expect((await l.refund("k", { decision: recent[1]! })).remaining).toBe(1);
-    expect((await l.refund("k", { decision: recent[1]! })).remaining).toBe(1);
-    expect((await l.limit("k")).allowed).toBe(true);
-    expect((await l.limit("k")).allowed).toBe(false);
-  });
-
-  it("a refund that fails before reaching the store leaves the decision's units refundable; after a timeout they count as given back", async () => {
-    let mode: "pass" | "refused" | "hang" = "pass";
-    const store = steppedInto(hooks.store(), {
-      refund: (forward) => {
-        if (mode === "refused") return Promise.reject(new SluiceStoreError("connect ECONNREFUSED", { notApplied: true }));
-        if (mode === "hang") return new Promise(() => {}); // never answers (the store may or may not have applied it)
-        return forward();
-      },
-    });
-    const options = { store, limits: fixedWindow({ limit: 2, window: "1h" }), prefix: hooks.prefix(), denyCache: false };
-    const l = new RateLimiter({ ...options, timeoutMs: hooks.storeTimeoutMs });
-    // the same namespace with a short timeout, for the call that never answers (answered calls get
-    // the test's budget: on a loaded machine a real store may take longer than 50 ms)
-    const impatient = new RateLimiter({ ...options, timeoutMs: 50 });
-    at(0);
-    const d = await l.limit("k");
-    await l.limit("k");
-    mode = "refused";
-    await expect(l.refund("k", { decision: d })).rejects.toMatchObject({ name: "SluiceStoreError", notApplied: true });
-    mode = "pass";
-    expect((await l.refund("k", { decision: d })).remaining).toBe(1); // the retry gives the unit back
-    const e = await l.limit("k");
-    mode = "hang";
-    await expect(impatient.refund("k", { decision: e })).rejects.toMatchObject({ name: "SluiceTimeoutError" });
-    mode = "pass";
-    expect((await l.refund("k", { decision: e })).remaining).toBe(0); // may have been applied: not twice
-  });
-
-  it("a blocked key is answered by the deny cache until its Retry-After: 200 calls, one store call", async () => {
-    let consumes = 0;
-    let local = 0;
-    const store = steppedInto(hooks.store(), { consume: () => consumes++ });
-    const l = new RateLimiter({
-      store,
-      limits: fixedWindow({ limit: 1, window: "1h", name: "login", block: "1m" }),
-      prefix: hooks.prefix(),
-      // an entry lives at most maxAgeMs (60 s by default, so that another instance's unblock is
-      // seen within it): an hour here, to hold it for the whole wait
-      denyCache: { clock: () => local, maxAgeMs: 3_600_000 },
-    });
-    at(0);
-    expect((await l.limit("k")).allowed).toBe(true);
-    const blocked = await l.limit("k");
-    expect([blocked.reason, blocked.retryAfterMs]).toEqual(["blocked", 3_600_000]);
-    consumes = 0;
-    for (let i = 0; i < 200; i++) {
-      local += 10_000; // 2,000 s in all: inside the wait (less its skew margin)
-      at(local);
-      const d = await l.limit("k");
-      expect([d.allowed, d.reason]).toEqual([false, "cached-deny"]);
-      expect(d.retryAfterMs).toBe(Math.max(1, 3_600_000 - local));
-    }
-    expect(consumes).toBe(0);
-    local = 3_600_000; // the wait is over
-    at(local);
-    expect((await l.limit("k")).allowed).toBe(true);
-    expect(consumes).toBe(1);
   });
 }

@@ -19,7 +19,8 @@
  */
 import { type Policy, RateLimiter, SluiceInputError, type Store, fixedWindow, slidingLog, tokenBucket } from "@sluice/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { T0, uniquePrefix } from "./suite-shared.js";
+import { T0, uniquePrefix } from "../suite-shared.js";
+import type { SuiteContext } from "./context.js";
 
 /** Options of {@link testKeySchema}: the same shape as `testStore`'s. */
 export interface TestKeySchemaOptions {
@@ -33,6 +34,17 @@ export interface TestKeySchemaOptions {
   timeoutMs?: number;
   /** The limiters' `timeoutMs` (the test's budget, not the production default). @default half of timeoutMs */
   storeTimeoutMs?: number;
+}
+
+/**
+ * The key-schema suite as a module of the conformance suite: on the suite's store, with its clock
+ * at `T0 + 1234` (the time the key-schema suite's own store would read).
+ */
+export function testKeySchemaIn(suite: SuiteContext): void {
+  beforeAll(() => {
+    suite.at(1234);
+  });
+  testKeySchema({ name: suite.name, makeStore: () => suite.store(), timeoutMs: suite.timeoutMs, storeTimeoutMs: suite.storeTimeoutMs });
 }
 
 /** Registers the key-schema suite for one store. */
