@@ -14,7 +14,8 @@ import { type LimitOptions, type RateLimiter, limitNow } from "../limiter.js";
 import { addRateLimitHeaders, limitedResponse } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { noteHead } from "./lease.js";
-import type { DecisionInfo, HeaderList, Outcome, Platform } from "./options.js";
+import type { DecisionInfo } from "./options.js";
+import type { HeaderList, Outcome, Platform } from "./platform.js";
 import type { Target } from "./tiers.js";
 import type { Config } from "./validate.js";
 

@@ -22,23 +22,21 @@ import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { OUTCOME_ARGS, createChecker, isPromiseLike, isResponse } from "./check.js";
 import { HEAD_REQUESTS, holdUntilProduced, releaseLease } from "./lease.js";
-import type { Outcome, Pipeline, PipelineOptions, Platform } from "./options.js";
+import type { PipelineOptions } from "./options.js";
+import type { Outcome, Pipeline, Platform } from "./platform.js";
 import { type Config, validate } from "./validate.js";
 
 export type {
   CallbackName,
   DecisionInfo,
-  HeaderList,
-  Outcome,
-  Pipeline,
   PipelineCommonOptions,
   PipelineLimiterOptions,
   PipelineOptions,
   PipelineTieredOptions,
-  Platform,
   TierConfig,
   TierSettings,
 } from "./options.js";
+export type { HeaderList, Outcome, Pipeline, Platform } from "./platform.js";
 
 /** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
 export const describeValue: (value: unknown) => string = describe;

@@ -11,7 +11,8 @@ import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../h
 import { RateLimiter } from "../limiter.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { requireFunction } from "./assert.js";
-import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions, Platform } from "./options.js";
+import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions } from "./options.js";
+import type { Platform } from "./platform.js";
 import { type Target, targetOf, tieredPicker } from "./tiers.js";
 
 /** The validated options. */
