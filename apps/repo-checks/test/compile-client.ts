@@ -14,8 +14,12 @@ export interface CompileDiagnostic {
   message: string;
 }
 
-/** A program: its files and options, compiled from `cwd` with its incremental state in `buildInfo`. */
-export type CompileRequest = { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo: string };
+/**
+ * A program: its files and options, compiled from `cwd` with its incremental state in `buildInfo`;
+ * `overlay` (path → text) puts files that are not on disk in it, or other text in place of a file's;
+ * with `only`, the diagnostics are those files' alone.
+ */
+export type CompileRequest = { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo: string; overlay?: Record<string, string>; only?: string[] };
 
 type Reply = { id: number; diagnostics?: CompileDiagnostic[]; error?: string };
 
