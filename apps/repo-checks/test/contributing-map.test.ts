@@ -14,18 +14,17 @@
  *   type-checks; the callbacks the steps list are core's; every adapter's `options.ts` declares
  *   each of them with an `@example`;
  * - a conformance feature: a throwaway module written as the steps say type-checks against the
- *   hooks the map names, and `testStore` runs every feature module the map names.
+ *   context the map names, and `SECTIONS` runs, and the test kit's entry exports, every feature
+ *   module the map names.
  *
  * The throwaways are type-checked in one program in the compile worker (compile-worker.mjs), with
- * the files they add or change given as an overlay and TypeScript's incremental state kept in
- * `node_modules/.cache/contributing-map/`.
+ * the files they add or change given as an overlay, and only the files that matter checked.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { POLICY_KINDS } from "@sluice/core/store";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildInfoPath, withBuildInfo } from "./build-info.js";
 import { type CompileDiagnostic, compiler } from "./compile-client.js";
 import { ROOT, codeFiles, workspaceMembers } from "./structure.js";
 
@@ -133,11 +132,17 @@ const parts = {
 };
 const rows = rowsOf(map);
 
-/** The file the map names beside `name` (a registry, a type), as an absolute path. */
+/** The file the map names beside `name` (a registry, a type), as an absolute path; `undefined` if the map has no such row. */
+function fileNamed(name: string): string | undefined {
+  const path = rows.find((r) => r.names.includes(name))?.paths[0];
+  return path === undefined ? undefined : join(ROOT, path);
+}
+
+/** {@link fileNamed}, expected to be there. */
 function fileOf(name: string): string {
-  const row = rows.find((r) => r.names.includes(name));
-  expect(row, `the map names ${name} in a table, beside its file`).toBeDefined();
-  return join(ROOT, (row as Row).paths[0] as string);
+  const file = fileNamed(name);
+  expect(file, `the map names ${name} in a table, beside its file`).toBeDefined();
+  return file as string;
 }
 
 /** The kind the type-checker is shown in addition to core's, in a folder of its own (never written to disk). */
@@ -221,26 +226,26 @@ function throwawayAdapter(): Record<string, string> {
   return { [join(ADAPTER_DIR, "options.ts")]: options, [join(ADAPTER_DIR, "index.ts")]: index };
 }
 
-/** A throwaway conformance module, written as the map's steps say, beside the hooks the map names. */
+/** A throwaway conformance module, written as the map's steps say, beside the context the map names. */
 function throwawayFeature(): Record<string, string> {
-  const hooksFile = fileOf("InvariantHooks");
+  const contextFile = fileNamed("SuiteContext");
+  if (contextFile === undefined || !existsSync(contextFile)) return {};
   const module = [
     'import { fixedWindow } from "@sluice/core";',
-    'import { describe, expect, it } from "vitest";',
-    `import type { InvariantHooks } from "./${relative(dirname(hooksFile), hooksFile).replace(/\.ts$/, ".js")}";`,
+    'import { expect, it } from "vitest";',
+    `import type { SuiteContext } from "./${relative(dirname(contextFile), contextFile).replace(/\.ts$/, ".js")}";`,
     "",
-    "export function testThrowawayFeature(hooks: InvariantHooks): void {",
-    '  describe("a throwaway feature", () => {',
-    '    it("decides on the store under test", async () => {',
-    "      hooks.setNow(hooks.t0);",
-    '      const limiter = hooks.limiter([fixedWindow({ limit: 1, window: "1m" })]);',
-    '      expect((await limiter.limit("k")).allowed).toBe(true);',
-    "    });",
+    "export function testThrowawayFeature(suite: SuiteContext): void {",
+    '  it("decides on the store under test", async () => {',
+    '    const limiter = suite.limiter(fixedWindow({ limit: 1, window: "1m" }));',
+    "    suite.at(0);",
+    '    expect((await limiter.limit("k")).allowed).toBe(true);',
+    '    expect((await limiter.limit("k")).allowed).toBe(false);',
     "  });",
     "}",
     "",
   ].join("\n");
-  return { [join(dirname(hooksFile), "throwaway-feature.ts")]: module };
+  return { [join(dirname(contextFile), "throwaway-feature.ts")]: module };
 }
 
 /** The workspace program's options (the root tsconfig.json), the one `pnpm run typecheck` checks the registries with. */
@@ -320,18 +325,26 @@ describe("the contributing page's map of the code", () => {
     expect(undocumented, "callbacks an adapter leaves to core's documentation").toEqual([]);
   });
 
-  it("names, as its feature modules, modules testStore runs", () => {
-    const suite = fileOf("testStore");
-    const features = rows.filter((r) => r.names.some((n) => /^test[A-Z]/.test(n) && n !== "testStore")).flatMap((r) => r.names.filter((n) => /^test[A-Z]/.test(n)));
+  it("names, as its feature modules, modules SECTIONS runs and the test kit's entry exports", () => {
+    const features = rows.flatMap((r) => r.names.filter((n) => /^test[A-Z]/.test(n) && n !== "testStore"));
     expect(features.length).toBeGreaterThan(1);
-    const source = ts.createSourceFile(suite, readFileSync(suite, "utf8"), ts.ScriptTarget.Latest, true);
-    const called = new Set<string>();
-    const visit = (node: ts.Node) => {
-      if (ts.isCallExpression(node) && ts.isIdentifier(node.expression)) called.add(node.expression.text);
-      ts.forEachChild(node, visit);
+    const referenced = (file: string): Set<string> => {
+      const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+      const names = new Set<string>();
+      const visit = (node: ts.Node) => {
+        if (ts.isIdentifier(node)) names.add(node.text);
+        ts.forEachChild(node, visit);
+      };
+      // what the file does with them, not its imports
+      for (const statement of source.statements) if (!ts.isImportDeclaration(statement)) visit(statement);
+      return names;
     };
-    visit(source);
-    expect(features.filter((f) => !called.has(f)), `feature modules the map names that ${relative(ROOT, suite)} does not run`).toEqual([]);
+    const sections = fileOf("SECTIONS");
+    const inSections = referenced(sections);
+    expect(features.filter((f) => !inSections.has(f)), `feature modules the map names that ${relative(ROOT, sections)} does not run`).toEqual([]);
+    const entry = join(ROOT, "packages/testing/src/index.ts");
+    const exported = declaredNames(entry);
+    expect(features.filter((f) => !exported.has(f)), "feature modules the map names that the test kit's entry does not export").toEqual([]);
   });
 
   describe("its steps, with throwaway ones in the type-checker", () => {
@@ -346,9 +359,7 @@ describe("the contributing page's map of the code", () => {
       overlay = { ...throwawayAlgorithm(), ...throwawayAdapter(), ...throwawayFeature() };
       candidates = [...new Set([...kindKeyedFiles(fileNames), ...registries.map((r) => join(ROOT, r.paths[0] as string))])];
       const only = [...candidates, ...Object.keys(overlay)];
-      diagnostics = await withBuildInfo(buildInfoPath("contributing-map", "throwaways"), (buildInfo) =>
-        programs.compile({ rootNames: only, options, cwd: ROOT, buildInfo, overlay, only }),
-      );
+      diagnostics = await programs.compile({ rootNames: only, options, cwd: ROOT, overlay, only });
     }, 300_000);
 
     it("an algorithm: the compiler asks for a new kind in exactly the registries the map lists", () => {
@@ -365,8 +376,9 @@ describe("the contributing page's map of the code", () => {
       expect(diagnostics.filter((d) => d.file !== undefined && files.has(d.file)).map((d) => `${relative(ROOT, d.file as string)}:${d.line + 1}: ${d.message}`)).toEqual([]);
     });
 
-    it("a conformance feature: a module over the suite's hooks type-checks", () => {
+    it("a conformance feature: a module over the suite's context type-checks", () => {
       const files = new Set(Object.keys(throwawayFeature()));
+      expect(files.size, `the map names SuiteContext beside a file that exists (${fileNamed("SuiteContext") ?? "no row"})`).toBe(1);
       expect(diagnostics.filter((d) => d.file !== undefined && files.has(d.file)).map((d) => `${relative(ROOT, d.file as string)}:${d.line + 1}: ${d.message}`)).toEqual([]);
     });
   });
