@@ -96,8 +96,9 @@ function declaredNames(file: string): Set<string> {
       for (const declaration of node.declarationList.declarations) if (ts.isIdentifier(declaration.name)) names.add(declaration.name.text);
     } else if (ts.isExportDeclaration(node) && node.exportClause !== undefined && ts.isNamedExports(node.exportClause)) {
       for (const specifier of node.exportClause.elements) names.add(specifier.name.text);
-    } else if ((node as { name?: ts.Node }).name !== undefined && ts.isIdentifier((node as { name: ts.Node }).name)) {
-      names.add(((node as { name: ts.Identifier }).name).text);
+    } else {
+      const name = (node as ts.Statement & { name?: ts.Node }).name;
+      if (name !== undefined && ts.isIdentifier(name)) names.add(name.text);
     }
   }
   return names;
