@@ -82,8 +82,9 @@ export const APP_RATIOS: readonly (readonly [string, string])[] = [
 ];
 
 /**
- * Targets from the issue: `@sluice/hono`'s time per request (its default headers) at most
- * hono-rate-limiter's, as its users configure it and with the same header set.
+ * The section's targets, reported as met or missed on the benchmarks page: `@sluice/hono`'s time
+ * per request (its default headers) at most hono-rate-limiter's, as its users configure it and with
+ * the same header set.
  */
 export const APP_TARGETS: ReadonlyMap<string, number> = new Map([
   [`${SLUICE_DEFAULT} ÷ ${HONO_RATE_LIMITER}`, 1],

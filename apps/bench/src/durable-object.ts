@@ -23,7 +23,7 @@ import { type RatioStat, formatStat, pairedStat } from "./lib/stats.js";
 export const CEILING = "ceiling: counter object";
 export const SLUICE = "Sluice DurableObjectStore";
 
-/** The target: Sluice's object at least 0.8× the counter object's decisions/s (one hot object, per key, sharded). */
+/** The section's target: Sluice's object at least 0.8× the counter object's decisions/s (one hot object, per key, sharded). */
 export const TARGET_VS_CEILING = 0.8;
 
 export interface DoScenarioSpec {

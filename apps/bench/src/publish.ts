@@ -49,7 +49,7 @@ export interface Figure {
   readonly contender: string;
   readonly against: string;
   readonly stat: RatioStat;
-  /** The target on this ratio, if any. */
+  /** The target this ratio is reported against (met or missed), if it has one. */
   readonly target?: Target;
   /** Drawn in the chart. */
   readonly headline: boolean;

@@ -30,7 +30,7 @@ describe("in-Redis cost bench", () => {
     // one script call per decision for every Sluice decision, the tier and the refund included
     for (const name of [FIXED, TIER, REFUND, FIXED_DENIED]) expect(row(name)?.byCommand.evalsha).toBe(1);
     expect(row(URL_SLIDING)?.byCommand.evalsha).toBe(1);
-    // every ratio, the four targets of the issue among them
+    // every ratio, the four with a target among them
     expect(report.ratios.map((r) => `${r.contender} ÷ ${r.against}`)).toEqual(COST_RATIOS.map((s) => `${s.contender} ÷ ${s.against}`));
     expect(report.ratios.filter((r) => r.target !== undefined).map((r) => [r.contender, r.target?.op, r.target?.bound])).toEqual([
       [FIXED, "<=", 1],

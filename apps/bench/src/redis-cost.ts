@@ -70,13 +70,13 @@ export const DEFAULT_REDIS_COST_OPTIONS: RedisCostBenchOptions = {
   warmupDecisions: 1_000,
   inFlight: 4,
   // 100 keys, each hit every ~0.1 s by its contender: the buckets push their key's TTL (PEXPIRE) about
-  // once a second per key, about one call in ten, in every round alike. Over 1,000 keys a key came
-  // back every ~1.3 s, about the TTL's slack, so whether nearly every call or almost none sent a
-  // PEXPIRE turned on how long a round took (6.4 or 8.0 µs per decision, round by round)
+  // once a second per key, about one call in ten, in every round alike. With keys that come back
+  // about as often as the TTL's slack, whether nearly every call or almost none sends a PEXPIRE
+  // would turn on how long a round takes, and the rounds' figures would split in two
   keyCount: 100,
 };
 
-/** A ratio of script µs per decision: `contender ÷ against`, lower is cheaper; a target where the issue set one. */
+/** A ratio of script µs per decision: `contender ÷ against`, lower is cheaper; with `bound`, a target. */
 export interface CostRatioSpec {
   readonly contender: string;
   readonly against: string;
@@ -84,7 +84,7 @@ export interface CostRatioSpec {
   readonly bound?: number;
 }
 
-/** The ratios of the section: the issue's targets first, then the others for context. */
+/** The ratios of the section: those with a target first, then the others for context. */
 export const COST_RATIOS: readonly CostRatioSpec[] = [
   { contender: FIXED, against: RLF, bound: 1.0 },
   { contender: SLIDING, against: URL_SLIDING, bound: 0.5 },

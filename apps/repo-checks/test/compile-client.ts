@@ -14,8 +14,14 @@ export interface CompileDiagnostic {
   message: string;
 }
 
-/** A program: its files and options, compiled from `cwd` with its incremental state in `buildInfo`. */
-export type CompileRequest = { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo: string };
+/**
+ * A program: its files and options, compiled from `cwd` with its incremental state in `buildInfo`;
+ * or, without `buildInfo`, afresh, when `overlay` (path → text) may put files that are not on disk
+ * in it, or other text in place of a file's, and `only` may restrict the diagnostics to those files'.
+ */
+export type CompileRequest =
+  | { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo: string }
+  | { rootNames: string[]; options: ts.CompilerOptions; cwd: string; buildInfo?: undefined; overlay?: Record<string, string>; only?: string[] };
 
 type Reply = { id: number; diagnostics?: CompileDiagnostic[]; error?: string };
 

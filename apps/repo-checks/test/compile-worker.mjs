@@ -13,7 +13,15 @@
  * runs (a `.tsbuildinfo`, whose lock the test holds: build-info.ts), so a run after a change checks
  * again only what the change can affect and takes the diagnostics of the rest from the last run.
  *
- * Messages in: `{ id, rootNames, options, cwd, buildInfo }`. Posts
+ * A program without `buildInfo` keeps no state between runs. Such a program may see files that are
+ * not on disk, or other text than a file's on disk (`overlay`, path → text: contributing-map.test.ts
+ * adds a throwaway algorithm that way, without writing into the repository), and may ask for the
+ * semantic diagnostics of some files only (`only`): the checker then resolves what those files use
+ * and nothing else. (An incremental program answers a file from its last state until it has
+ * walked every file a change affects, so it would answer one whose dependency changed with stale
+ * diagnostics.)
+ *
+ * Messages in: `{ id, rootNames, options, cwd, buildInfo?, overlay?, only? }`. Posts
  * `{ id, diagnostics: [{ file, line, message }] }` (`file` undefined for a diagnostic without a file;
  * `line` 0-based), or `{ id, error }`.
  */
@@ -23,12 +31,26 @@ import ts from "typescript";
 /** Parsed files by name, language version, module format and text. */
 const parsed = new Map();
 
+/** Makes `host` see the files of `overlay` (path → text) in place of the disk's. */
+function overlaid(host, overlay) {
+  const texts = new Map(Object.entries(overlay));
+  const readFile = host.readFile.bind(host);
+  const fileExists = host.fileExists.bind(host);
+  const directoryExists = host.directoryExists?.bind(host);
+  host.readFile = (fileName) => texts.get(fileName) ?? readFile(fileName);
+  host.fileExists = (fileName) => texts.has(fileName) || fileExists(fileName);
+  // module resolution looks for the folder first: a folder that only the overlay has must exist
+  host.directoryExists = (dir) => [...texts.keys()].some((file) => file.startsWith(`${dir}/`)) || (directoryExists?.(dir) ?? true);
+}
+
 function compile(request) {
-  const { rootNames, options, cwd, buildInfo } = request;
-  const incremental = { ...options, incremental: true, tsBuildInfoFile: buildInfo };
+  const { rootNames, options, cwd, buildInfo, overlay, only } = request;
+  const kept = buildInfo !== undefined;
+  const incremental = kept ? { ...options, incremental: true, tsBuildInfoFile: buildInfo } : options;
   // resolve `types` and modules from the project, as tsc run there would (not from this process's cwd)
-  const host = ts.createIncrementalCompilerHost(incremental);
+  const host = kept ? ts.createIncrementalCompilerHost(incremental) : ts.createCompilerHost(incremental);
   host.getCurrentDirectory = () => cwd;
+  if (overlay !== undefined) overlaid(host, overlay);
   const readFile = host.readFile.bind(host);
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, languageVersionOrOptions, onError, shouldCreateNewSourceFile) => {
@@ -41,17 +63,18 @@ function compile(request) {
     if (file !== undefined) parsed.set(key, file);
     return file;
   };
-  const program = ts.createIncrementalProgram({ rootNames, options: incremental, host });
+  const program = kept ? ts.createIncrementalProgram({ rootNames, options: incremental, host }) : ts.createProgram({ rootNames, options: incremental, host });
+  const files = only?.map((fileName) => program.getSourceFile(fileName)).filter((file) => file !== undefined);
   // what ts.getPreEmitDiagnostics reports, the semantic ones from the builder (kept for unchanged files)
   const diagnostics = [
     ...program.getConfigFileParsingDiagnostics(),
     ...program.getOptionsDiagnostics(),
-    ...program.getSyntacticDiagnostics(),
+    ...(files === undefined ? program.getSyntacticDiagnostics() : files.flatMap((file) => program.getSyntacticDiagnostics(file))),
     ...program.getGlobalDiagnostics(),
-    ...program.getSemanticDiagnostics(),
+    ...(files === undefined ? program.getSemanticDiagnostics() : files.flatMap((file) => program.getSemanticDiagnostics(file))),
   ];
   // noEmit: writes the state only
-  program.emit();
+  if (kept) program.emit();
   return diagnostics.map((d) => ({
     file: d.file?.fileName,
     line: d.file === undefined ? 0 : d.file.getLineAndCharacterOfPosition(d.start ?? 0).line,

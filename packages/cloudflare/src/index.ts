@@ -12,17 +12,8 @@ export {
   type DurableObjectStoreOptions,
   type SluiceLimiterNamespace,
 } from "./store.js";
-export {
-  withRateLimit,
-  UNKNOWN_CLIENT_KEY,
-  type RateLimitedFetch,
-  type RateLimitedHandler,
-  type WithRateLimitHandler,
-  type WithRateLimitOptions,
-  type WithRateLimitCommonOptions,
-  type WithRateLimitLimiterOptions,
-  type WithRateLimitTieredOptions,
-} from "./with-rate-limit.js";
+export { withRateLimit, UNKNOWN_CLIENT_KEY, type RateLimitedFetch, type RateLimitedHandler, type WithRateLimitHandler } from "./with-rate-limit.js";
+export type { WithRateLimitOptions, WithRateLimitCommonOptions, WithRateLimitLimiterOptions, WithRateLimitTieredOptions } from "./options.js";
 // The RPC wire format between DurableObjectStore and SluiceLimiter (protocol.ts: the calls, their
 // replies, policies as plain data) is internal: both ends ship in this package and change together.
 export type { Decision } from "@sluice/core";

@@ -3,22 +3,11 @@
  *
  * @module
  */
-import { type Decision, RateLimiter, SluiceConfigError, type Store, UNKNOWN_CLIENT_KEY, fixedWindow } from "@sluice/core";
-import {
-  type Pipeline,
-  type PipelineCommonOptions,
-  type PipelineLimiterOptions,
-  type PipelineOptions,
-  type PipelineTieredOptions,
-  type Platform,
-  createPipeline,
-  describeValue,
-} from "@sluice/core/adapter";
+import { type Decision, RateLimiter, SluiceConfigError, UNKNOWN_CLIENT_KEY, fixedWindow } from "@sluice/core";
+import { type Pipeline, type PipelineOptions, type Platform, createPipeline, describeValue } from "@sluice/core/adapter";
+import type { WithRateLimitOptions, WorkerArgs } from "./options.js";
 
 export { UNKNOWN_CLIENT_KEY };
-
-/** A module Worker's arguments. */
-type WorkerArgs<Env> = [request: Request, env: Env, ctx: ExecutionContext];
 
 /** A Worker's `fetch` with the request's decision as a fourth argument (`undefined` when `skip` said so). */
 export type RateLimitedFetch<Env> = (
@@ -37,32 +26,6 @@ export interface RateLimitedHandler<Env> {
 export type WithRateLimitHandler<Env, H = object> = Omit<H, "fetch"> & {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response>;
 };
-
-/** Options every form of {@link withRateLimit} takes: core's `PipelineCommonOptions` over the Worker's `(request, env, ctx)`. */
-export type WithRateLimitCommonOptions<Env> = PipelineCommonOptions<WorkerArgs<Env>>;
-
-/** {@link withRateLimit} over one limiter. */
-export interface WithRateLimitLimiterOptions<Env> extends Omit<PipelineLimiterOptions<WorkerArgs<Env>>, "limiter"> {
-  /**
-   * The limiter, or — since a Durable Object store needs the namespace binding from `env` — a
-   * factory `(env) => RateLimiter`, called once per `env` object (the runtime passes the same one
-   * to every request of an isolate) and cached.
-   */
-  limiter: RateLimiter | ((env: Env) => RateLimiter);
-}
-
-/** {@link withRateLimit} with plans (`tiers` + `tier(request, env, ctx, key)`): each tier its own limits and key namespace. */
-export interface WithRateLimitTieredOptions<Env> extends Omit<PipelineTieredOptions<WorkerArgs<Env>>, "store"> {
-  /**
-   * Where every tier's state lives: a store, or a factory `(env) => Store` (called once per `env`),
-   * e.g. `(env) => new DurableObjectStore(env.SLUICE)`.
-   * @default a MemoryStore per isolate
-   */
-  store?: Store | ((env: Env) => Store);
-}
-
-/** Options of {@link withRateLimit}: `limiter`, or `tiers` + `tier`; and `key` or `trust`. */
-export type WithRateLimitOptions<Env> = WithRateLimitLimiterOptions<Env> | WithRateLimitTieredOptions<Env>;
 
 const platform: Platform<WorkerArgs<unknown>> = {
   where: "withRateLimit",
@@ -89,9 +52,9 @@ const platform: Platform<WorkerArgs<unknown>> = {
  *
  * @param handler - `{ fetch(request, env, ctx, rateLimit) }` (plus any other handlers), or the `fetch` function alone.
  * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
- *   `onLimited`, `countWhen`, `onDecision`, `onCallbackError` (see `PipelineCommonOptions` and
- *   `TierSettings` in `@sluice/core`). Callbacks get the Worker's `(request, env, ctx)`, then what
- *   Sluice adds: `tier(request, env, ctx, key)`, `onLimited(request, env, ctx, decision)`,
+ *   `onLimited`, `countWhen`, `onDecision`, `onCallbackError` (see `WithRateLimitCommonOptions`,
+ *   and `TierSettings` in `@sluice/core`). Callbacks get the Worker's `(request, env, ctx)`, then
+ *   what Sluice adds: `tier(request, env, ctx, key)`, `onLimited(request, env, ctx, decision)`,
  *   `countWhen(request, env, ctx, response, decision)`, `onDecision(request, env, ctx, decision, info)`.
  * @returns The handler object with its `fetch` rate-limited.
  *

@@ -11,7 +11,7 @@ const dir = fileURLToPath(new URL(".", import.meta.url));
 const [root] = entryExports([`${dir}index.ts`], `${dir}../tsconfig.json`);
 
 const ROOT_VALUES = ["UNKNOWN_CLIENT_KEY", "rateLimiter"];
-const ROOT_TYPES = ["Decision", "HonoRateLimiterOptions", "RateLimitVariables", "RateLimiterLimiterOptions", "RateLimiterTieredOptions"];
+const ROOT_TYPES = ["Decision", "HonoRateLimiterOptions", "RateLimitVariables", "RateLimiterCommonOptions", "RateLimiterLimiterOptions", "RateLimiterTieredOptions"];
 
 describe("@sluice/hono's entries export exactly their lists", () => {
   it("@sluice/hono", async () => {

@@ -5,25 +5,18 @@
  * `application/problem+json` 429, and the decision at `c.get("rateLimit")`.
  */
 import { type Decision, UNKNOWN_CLIENT_KEY } from "@sluice/core";
-import { type Outcome, type PipelineLimiterOptions, type PipelineTieredOptions, type Platform, createPipeline } from "@sluice/core/adapter";
+import { type Outcome, type Platform, createPipeline } from "@sluice/core/adapter";
 import type { Context, Env, MiddlewareHandler, Next } from "hono";
+import type { HonoRateLimiterOptions } from "./options.js";
 
 export type { Decision } from "@sluice/core";
+export type { HonoRateLimiterOptions, RateLimiterCommonOptions, RateLimiterLimiterOptions, RateLimiterTieredOptions } from "./options.js";
 export { UNKNOWN_CLIENT_KEY };
 
 /** The context variables the middleware sets: `c.get("rateLimit")`, the request's {@link Decision} (`undefined` when `skip` said so). */
 export type RateLimitVariables = {
   rateLimit: Decision | undefined;
 };
-
-/** {@link rateLimiter} over one `RateLimiter`; the options of core's `PipelineLimiterOptions`, every callback getting `c` first. */
-export type RateLimiterLimiterOptions<E extends Env = Env> = PipelineLimiterOptions<[c: Context<E>]>;
-
-/** {@link rateLimiter} with plans (`tiers` + `tier(c, key)`); the options of core's `PipelineTieredOptions`. */
-export type RateLimiterTieredOptions<E extends Env = Env> = PipelineTieredOptions<[c: Context<E>]>;
-
-/** Options of {@link rateLimiter}: `limiter`, or `tiers` + `tier`; and `key`, or `trust`. */
-export type HonoRateLimiterOptions<E extends Env = Env> = RateLimiterLimiterOptions<E> | RateLimiterTieredOptions<E>;
 
 /** Outside Workers there is no invocation to keep alive: the background work simply runs. */
 const letRun = (): void => {};
@@ -60,14 +53,6 @@ function lowercase(name: string): string {
   return lower;
 }
 
-/**
- * Sets the rate-limit headers through Hono, before the handler runs: `c.header()` then puts them
- * on every response built with `c` (`c.json()`, `c.text()`, `c.body()`…), under the handler's own
- * headers of the same name, and the middleware before this one sees them on `c.res` after
- * `await next()` — on every runtime, `@hono/node-server` included. The values were formatted once
- * per request by the pipeline (and everything static, such as `RateLimit-Policy`, once per
- * limiter): this is one `set` per header on the one `Headers` object the response is built from.
- */
 /**
  * Sets the rate-limit headers through Hono, before the handler runs: `c.header()` then puts them
  * on every response built with `c` (`c.json()`, `c.text()`, `c.body()`…), under the handler's own
@@ -123,8 +108,8 @@ function carriesOwn(response: Response, own: readonly [string, string]): boolean
  *
  * @param options - `limiter` (or `tiers` + `tier`), `key` (or `trust`), `cost`, `skip`, `headers`,
  *   `onLimited`, `countWhen`, `onDecision`, `onCallbackError`, and with tiers `store`, `prefix`,
- *   `tierCacheTtlMs`…: see `PipelineCommonOptions` and `TierSettings` in `@sluice/core`. Callbacks
- *   get `c`, then what Sluice adds: `tier(c, key)`, `onLimited(c, decision)`,
+ *   `tierCacheTtlMs`…: see {@link RateLimiterCommonOptions} and `TierSettings` in `@sluice/core`.
+ *   Callbacks get `c`, then what Sluice adds: `tier(c, key)`, `onLimited(c, decision)`,
  *   `countWhen(c, response, decision)`, `onDecision(c, decision, info)`,
  *   `onCallbackError(c, error, callback)`.
  * @returns The middleware; it sets `c.get("rateLimit")`.

@@ -74,7 +74,6 @@ function toNextResponse(response: Response, option: "proxy" | "onLimited"): Next
   return new NextResponse(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-/** Whether the limiter, or any tier, has a `concurrency()` limit. */
 /** The option that holds a concurrency() limit (`"limiter"`, `"tiers.pro"`, `"tiers.pro.limits"`), if one does. */
 function concurrencyLimitIn(options: RateLimitProxyOptions): string | undefined {
   const isConcurrency = (policy: unknown) => isPolicy(policy) && holdsLeases(policy);

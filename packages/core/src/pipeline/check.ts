@@ -14,7 +14,8 @@ import { type LimitOptions, type RateLimiter, limitNow } from "../limiter.js";
 import { addRateLimitHeaders, limitedResponse } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { noteHead } from "./lease.js";
-import type { DecisionInfo, HeaderList, Outcome, Platform } from "./options.js";
+import type { DecisionInfo } from "./options.js";
+import type { HeaderList, Outcome, Platform } from "./platform.js";
 import type { Target } from "./tiers.js";
 import type { Config } from "./validate.js";
 
@@ -124,6 +125,24 @@ function decisionInfo(request: () => Request, limiter: RateLimiter, key: string,
   };
 }
 
+/**
+ * The rate-limit headers of `decision` as this layer writes them: the target's writer is compiled
+ * at its first request, and `served` (dry run) leaves out `Retry-After`.
+ */
+function headersOf<Args extends unknown[]>(config: Config<Args>, target: Target, key: string, decision: Decision, served: boolean): HeaderList {
+  const headers: HeaderList = [];
+  const write = (target.write ??= compileRateLimitHeaders(config.styles, target.limiter.policies));
+  const pk = config.pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), config.pkSalt);
+  writeInto(write, headers, decision, pk, served);
+  return headers;
+}
+
+/** What `onLimited` answered, with the rate-limit headers it lacks; anything but a response is a configuration error. */
+function ownLimited(own: unknown, headers: HeaderList, tag: string | undefined): Response {
+  if (!isResponse(own)) throw new SluiceConfigError(tagged(tag, `onLimited must return a Response; got ${describe(own)}`), { option: "onLimited" });
+  return addRateLimitHeaders(own, headers);
+}
+
 /** The check chain of one adapter. */
 export interface Checker<Args extends unknown[]> {
   check(...args: Args): Promise<Outcome>;
@@ -132,7 +151,7 @@ export interface Checker<Args extends unknown[]> {
 
 /** Builds the check chain over validated options. */
 export function createChecker<Args extends unknown[]>(config: Config<Args>, platform: Platform<Args>): Checker<Args> {
-  const { keyOf, skip, cost, onLimited, styles, pkSalt, dryRunHeaders, pick, onDecision, countWhen } = config;
+  const { keyOf, skip, cost, onLimited, pkSalt, dryRunHeaders, pick, onDecision, countWhen } = config;
   const fixedCost: LimitOptions | undefined = typeof cost === "number" ? { cost } : undefined;
   const outerHeaders = platform.outerHeaders;
 
@@ -197,31 +216,18 @@ export function createChecker<Args extends unknown[]>(config: Config<Args>, plat
   }
 
   function outcomeOf(args: Args, key: string, target: Target, decision: Decision): MaybePromise<Outcome> {
-    let headers: HeaderList = [];
     if (decision.dryRun) {
       // dry run: headers only when asked for, and never Retry-After (the request is served)
-      if (dryRunHeaders) {
-        const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
-        const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
-        writeInto(write, headers, decision, pk, true);
-      }
-      const served = outcomeWith(args, key, target, decision, withOuter(args, headers), undefined);
+      const own = dryRunHeaders ? headersOf(config, target, key, decision, true) : [];
+      const served = outcomeWith(args, key, target, decision, withOuter(args, own), undefined);
       // the report of a request enforcing would deny; what onLimited returns is ignored
       if (!decision.allowed && onLimited !== undefined) return Promise.resolve(onLimited(...args, decision)).then(() => served);
       return served;
     }
-    const write = (target.write ??= compileRateLimitHeaders(styles, target.limiter.policies));
-    const pk = pkSalt === undefined ? undefined : partitionKeyOf(storageKey(target.limiter, key), pkSalt);
-    writeInto(write, headers, decision, pk, false);
-    headers = withOuter(args, headers);
+    const headers = withOuter(args, headersOf(config, target, key, decision, false));
     if (decision.allowed) return outcomeWith(args, key, target, decision, headers, undefined);
     if (onLimited === undefined) return outcomeWith(args, key, target, decision, headers, limitedResponse(decision, headers));
-    return Promise.resolve(onLimited(...args, decision)).then((own: unknown) => {
-      if (!isResponse(own)) {
-        throw new SluiceConfigError(tagged(platform.tag, `onLimited must return a Response; got ${describe(own)}`), { option: "onLimited" });
-      }
-      return outcomeWith(args, key, target, decision, headers, addRateLimitHeaders(own, headers));
-    });
+    return Promise.resolve(onLimited(...args, decision)).then((own) => outcomeWith(args, key, target, decision, headers, ownLimited(own, headers, platform.tag)));
   }
 
   function outcomeWith(args: Args, key: string, target: Target, decision: Decision, headers: HeaderList, response: Response | undefined): Outcome {

@@ -22,23 +22,21 @@ import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { OUTCOME_ARGS, createChecker, isPromiseLike, isResponse } from "./check.js";
 import { HEAD_REQUESTS, holdUntilProduced, releaseLease } from "./lease.js";
-import type { Outcome, Pipeline, PipelineOptions, Platform } from "./options.js";
+import type { PipelineOptions } from "./options.js";
+import type { Outcome, Pipeline, Platform } from "./platform.js";
 import { type Config, validate } from "./validate.js";
 
 export type {
   CallbackName,
   DecisionInfo,
-  HeaderList,
-  Outcome,
-  Pipeline,
   PipelineCommonOptions,
   PipelineLimiterOptions,
   PipelineOptions,
   PipelineTieredOptions,
-  Platform,
   TierConfig,
   TierSettings,
 } from "./options.js";
+export type { HeaderList, Outcome, Pipeline, Platform } from "./platform.js";
 
 /** Formats a value for an adapter's own error messages: strings quoted, anything else as written in code. */
 export const describeValue: (value: unknown) => string = describe;
@@ -67,13 +65,6 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
   const { countWhen } = config;
   const { check, checkNow } = createChecker(config, platform);
 
-  function delay(outcome: Outcome): Promise<void> {
-    const decision = outcome.decision;
-    // dry run shapes nothing: the wait is enforcement too
-    const ms = decision === undefined || decision.dryRun ? 0 : decision.delayMs;
-    return ms > 0 ? sleep(ms) : NO_DELAY;
-  }
-
   function finish(outcome: Outcome, response: Response, headersWritten = false): MaybePromise<Response> {
     if (!isResponse(response)) {
       // what the handler answered (an adapter), or what the caller of finish() passed
@@ -89,14 +80,8 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
       return held ? holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome)) : out;
     }
     const args = (OUTCOME_ARGS.get(outcome) ?? []) as Args;
-    const refunded = refundUnlessCounted(countWhen, args, response, decision, limiter, key);
+    const refunded = refundUnlessCounted(config, countWhen, args, response, decision, limiter, key);
     return held ? refunded.then(() => holdUntilProduced(out, limiter, key, decision, HEAD_REQUESTS.has(outcome))) : refunded.then(() => out);
-  }
-
-  function release(outcome: Outcome): Promise<void> {
-    const { decision, key, limiter } = outcome;
-    if (decision?.lease === undefined || key === undefined || limiter === undefined) return NO_DELAY;
-    return releaseLease(limiter, key, decision);
   }
 
   function handle(args: Args, next: (decision: Decision | undefined) => MaybePromise<Response>): Promise<Response> {
@@ -131,36 +116,51 @@ export function createPipeline<Args extends unknown[]>(options: PipelineOptions<
     }
   }
 
-  /**
-   * Asks `countWhen` (the framework's arguments, the response, the decision) and refunds the
-   * request if it should not count. Never rejects: a `countWhen` that throws or rejects is reported
-   * (`onCallbackError`) and the request counts; a failing refund goes to the limiter's
-   * `onStoreFailure`.
-   */
-  async function refundUnlessCounted(
-    counts: NonNullable<Config<Args>["countWhen"]>,
-    args: Args,
-    response: Response,
-    decision: Decision,
-    limiter: RateLimiter,
-    key: string,
-  ): Promise<void> {
-    try {
-      if (await counts(...args, response, decision)) return;
-    } catch (error) {
-      // the handler's response goes out, counted: an error is no reason to give units back
-      config.reportCallbackError(args, error, "countWhen");
-      return;
-    }
-    try {
-      await limiter.refund(key, { decision });
-    } catch (error) {
-      // the response goes out anyway; the failure is the store's, reported like any other
-      limiter.reportStoreFailure(error);
-    }
-  }
-
   return { check, checkNow, delay, finish, release, handle };
+}
+
+/**
+ * Asks `countWhen` (the framework's arguments, the response, the decision) and refunds the
+ * request if it should not count. Never rejects: a `countWhen` that throws or rejects is reported
+ * (`onCallbackError`) and the request counts; a failing refund goes to the limiter's
+ * `onStoreFailure`.
+ */
+async function refundUnlessCounted<Args extends unknown[]>(
+  config: Config<Args>,
+  counts: NonNullable<Config<Args>["countWhen"]>,
+  args: Args,
+  response: Response,
+  decision: Decision,
+  limiter: RateLimiter,
+  key: string,
+): Promise<void> {
+  try {
+    if (await counts(...args, response, decision)) return;
+  } catch (error) {
+    // the handler's response goes out, counted: an error is no reason to give units back
+    config.reportCallbackError(args, error, "countWhen");
+    return;
+  }
+  try {
+    await limiter.refund(key, { decision });
+  } catch (error) {
+    // the response goes out anyway; the failure is the store's, reported like any other
+    limiter.reportStoreFailure(error);
+  }
+}
+
+/** {@link Pipeline.delay}: waits the decision's `delayMs`; a dry run shapes nothing (the wait is enforcement too). */
+function delay(outcome: Outcome): Promise<void> {
+  const decision = outcome.decision;
+  const ms = decision === undefined || decision.dryRun ? 0 : decision.delayMs;
+  return ms > 0 ? sleep(ms) : NO_DELAY;
+}
+
+/** {@link Pipeline.release}: frees the decision's concurrency lease, if it holds one. */
+function release(outcome: Outcome): Promise<void> {
+  const { decision, key, limiter } = outcome;
+  if (decision?.lease === undefined || key === undefined || limiter === undefined) return NO_DELAY;
+  return releaseLease(limiter, key, decision);
 }
 
 function sleep(ms: number): Promise<void> {

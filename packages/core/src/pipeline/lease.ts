@@ -7,7 +7,7 @@
  */
 import type { RateLimiter } from "../limiter.js";
 import type { Decision, MaybePromise } from "../types.js";
-import type { Outcome } from "./options.js";
+import type { Outcome } from "./platform.js";
 
 /**
  * The outcomes of HEAD requests that hold a concurrency lease: their response's body is never sent

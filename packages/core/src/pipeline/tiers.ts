@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { isPolicy, validateName } from "../algorithms/index.js";
+import { type Policy, isPolicy, validateName } from "../algorithms/index.js";
 import { resolveDenyCache } from "../deny-cache.js";
 import { resolveReserve } from "../reservations.js";
 import { SluiceConfigError, describe, tagged } from "../errors.js";
@@ -14,8 +14,8 @@ import { assertKey, validatePolicies } from "../keys.js";
 import { type LimiterMode, RateLimiter } from "../limiter.js";
 import { MemoryStore } from "../memory-store.js";
 import type { MaybePromise, Store } from "../types.js";
+import { requireFunction } from "./assert.js";
 import type { PipelineTieredOptions, TierConfig } from "./options.js";
-import { requireFunction } from "./validate.js";
 
 /** A limiter the pipeline decides with, and its compiled header writer. */
 export interface Target {
@@ -59,40 +59,67 @@ export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOpti
   }
   const targets = new Map<string, Target>();
   for (const [name, entry] of Object.entries(tiers)) {
-    try {
-      validateName(name, "tiers");
-    } catch (error) {
-      // the rule is a policy name's: the cause spells it out
-      throw new SluiceConfigError(`tiers must be keyed by valid tier names (the rules of a policy name); got a tier named ${describe(name)}`, {
-        option: "tiers",
-        cause: error,
-      });
-    }
-    let limits: unknown = entry;
-    let mode: unknown = defaultMode;
-    if (typeof entry === "object" && entry !== null && !Array.isArray(entry) && !isPolicy(entry)) {
-      // the object form, { limits, mode? }
-      const { limits: own, mode: ownMode, ...rest } = entry as TierConfig;
-      const extra = Object.keys(rest)[0];
-      if (extra !== undefined) {
-        throw new SluiceConfigError(`tiers.${name}.${extra} is not an option: a tier takes limits and mode`, { option: `tiers.${name}.${extra}` });
-      }
-      limits = own;
-      if (ownMode !== undefined) mode = ownMode;
-      if (mode !== "enforce" && mode !== "dry-run") {
-        throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`, { option: `tiers.${name}.mode` });
-      }
-    }
-    // tiers.pro, or tiers.pro.limits in the object form: the policy at fault is named under it
-    const list = validatePolicies(limits, limits === entry ? `tiers.${name}` : `tiers.${name}.limits`);
+    const { limits, mode } = tierEntry(name, entry, defaultMode);
     const { onStoreError, timeoutMs, onStoreFailure, denyCache, reserve } = options;
-    const limiter = new RateLimiter({ store, limits: list, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, reserve, mode: mode as LimiterMode });
+    const limiter = new RateLimiter({ store, limits, prefix, tier: name, onStoreError, timeoutMs, onStoreFailure, denyCache, reserve, mode });
     targets.set(name, targetOf(limiter));
   }
   const known = [...targets.keys()].join(", ");
-  // key → tier (or the lookup in flight, so a burst of requests for one key asks once)
-  const cache = new Map<string, { tier: MaybePromise<string>; expiresAt: number }>();
+  const { resolve, forget } = cachedResolver(tier, ttlMs, maxCached);
 
+  return async (args, key) => {
+    assertKey(key); // before the lookup: the resolver never sees a key the limiter would refuse
+    const name = await resolve(args, key);
+    const target = targets.get(name);
+    if (target === undefined) {
+      forget(key);
+      throw new SluiceConfigError(tagged(tag, `tier must return a configured tier (${known}); got ${describe(name)}`), { option: "tier" });
+    }
+    return target;
+  };
+}
+
+/** One tier's limits and mode, validated: a list of policies, or the object form `{ limits, mode? }`. */
+function tierEntry(name: string, entry: unknown, defaultMode: LimiterMode): { limits: readonly Policy[]; mode: LimiterMode } {
+  try {
+    validateName(name, "tiers");
+  } catch (error) {
+    // the rule is a policy name's: the cause spells it out
+    throw new SluiceConfigError(`tiers must be keyed by valid tier names (the rules of a policy name); got a tier named ${describe(name)}`, {
+      option: "tiers",
+      cause: error,
+    });
+  }
+  let limits: unknown = entry;
+  let mode: unknown = defaultMode;
+  if (typeof entry === "object" && entry !== null && !Array.isArray(entry) && !isPolicy(entry)) {
+    // the object form, { limits, mode? }
+    const { limits: own, mode: ownMode, ...rest } = entry as TierConfig;
+    const extra = Object.keys(rest)[0];
+    if (extra !== undefined) {
+      throw new SluiceConfigError(`tiers.${name}.${extra} is not an option: a tier takes limits and mode`, { option: `tiers.${name}.${extra}` });
+    }
+    limits = own;
+    if (ownMode !== undefined) mode = ownMode;
+    if (mode !== "enforce" && mode !== "dry-run") {
+      throw new SluiceConfigError(`tiers.${name}.mode must be "enforce" or "dry-run"; got ${describe(ownMode)}`, { option: `tiers.${name}.mode` });
+    }
+  }
+  // tiers.pro, or tiers.pro.limits in the object form: the policy at fault is named under it
+  return { limits: validatePolicies(limits, limits === entry ? `tiers.${name}` : `tiers.${name}.limits`), mode: mode as LimiterMode };
+}
+
+/**
+ * The `tier` resolver behind a bounded cache of its answers, key → tier, each for `ttlMs` (0: no
+ * cache). A lookup in flight is cached too, so a burst of requests for one key asks once; a lookup
+ * that fails is forgotten, so the next request asks again.
+ */
+function cachedResolver<Args extends unknown[]>(
+  tier: (...args: [...Args, key: string]) => MaybePromise<string>,
+  ttlMs: number,
+  maxCached: number,
+): { resolve(args: Args, key: string): MaybePromise<string>; forget(key: string): void } {
+  const cache = new Map<string, { tier: MaybePromise<string>; expiresAt: number }>();
   const resolve = (args: Args, key: string): MaybePromise<string> => {
     if (ttlMs === 0) return tier(...args, key);
     const now = Date.now();
@@ -115,15 +142,5 @@ export function tieredPicker<Args extends unknown[]>(options: PipelineTieredOpti
     }
     return answer;
   };
-
-  return async (args, key) => {
-    assertKey(key); // before the lookup: the resolver never sees a key the limiter would refuse
-    const name = await resolve(args, key);
-    const target = targets.get(name);
-    if (target === undefined) {
-      cache.delete(key);
-      throw new SluiceConfigError(tagged(tag, `tier must return a configured tier (${known}); got ${describe(name)}`), { option: "tier" });
-    }
-    return target;
-  };
+  return { resolve, forget: (key) => cache.delete(key) };
 }

@@ -10,7 +10,9 @@ import { SluiceConfigError, describe, nestOptionError } from "../errors.js";
 import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../headers.js";
 import { RateLimiter } from "../limiter.js";
 import type { Decision, MaybePromise } from "../types.js";
-import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions, Platform } from "./options.js";
+import { requireFunction } from "./assert.js";
+import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions } from "./options.js";
+import type { Platform } from "./platform.js";
 import { type Target, targetOf, tieredPicker } from "./tiers.js";
 
 /** The validated options. */
@@ -128,9 +130,4 @@ function keyFunction<Args extends unknown[]>(options: PipelineCommonOptions<Args
     });
   }
   return key;
-}
-
-export function requireFunction(value: unknown, option: string, optional: boolean): void {
-  if (value === undefined && optional) return;
-  if (typeof value !== "function") throw new SluiceConfigError(`${option} must be a function; got ${describe(value)}`, { option });
 }

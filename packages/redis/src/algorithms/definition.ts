@@ -140,8 +140,8 @@ export interface LuaAlgorithm<P extends Policy> {
 /**
  * The fast path's reply of one policy as the state an allowed consume leaves, from which the store
  * computes the answer with core's `allowedFromState`: the same TypeScript every other store runs,
- * and fewer numbers for Redis to compute and convert (each number of a reply costs a script about
- * 36 ns, and the answer's arithmetic more: a sliding window's `refill_at`). Only for an algorithm
+ * and fewer numbers for Redis to compute and convert (each number of a reply is a conversion in
+ * the script, and the answer's arithmetic costs more: a sliding window's `refill_at`). Only for an algorithm
  * whose answer core gives exactly from that state (a queue's `delay` it does not: the leaky bucket
  * keeps its four numbers).
  */
