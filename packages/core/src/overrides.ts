@@ -22,7 +22,7 @@ import { type Policy, algorithmOf } from "./algorithms/index.js";
 import { type Duration, MAX_DURATION_MS, toMs } from "./duration.js";
 import { SluiceInputError, describe, tagged } from "./errors.js";
 import { markBlocked } from "./algorithms/penalty-box.js";
-import type { PolicyResult } from "./types.js";
+import type { PolicyResult } from "./results.js";
 
 /**
  * A per-key override (`limiter.setOverride(key, override, { ttl })`):

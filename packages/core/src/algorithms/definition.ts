@@ -12,7 +12,7 @@
  */
 import { MAX_DURATION_MS } from "../duration.js";
 import { SluiceConfigError, describe } from "../errors.js";
-import type { PolicyResult } from "../types.js";
+import type { PolicyResult } from "../results.js";
 
 /**
  * The penalty box of a policy, parsed: when the policy denies, the key is blocked for

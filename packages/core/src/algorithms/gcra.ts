@@ -7,7 +7,7 @@
  * @module
  */
 import { SluiceConfigError } from "../errors.js";
-import type { PolicyResult } from "../types.js";
+import type { PolicyResult } from "../results.js";
 import { type AlgorithmDefinition, type PolicyCommon, type ReservationRule, ceilDiv, isCount, result } from "./definition.js";
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */

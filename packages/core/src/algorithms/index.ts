@@ -13,7 +13,7 @@
  * @module
  */
 import { SluiceConfigError, describe } from "../errors.js";
-import type { PolicyResult } from "../types.js";
+import type { PolicyResult } from "../results.js";
 import { type ConcurrencyPolicy, concurrencyAlgorithm } from "./concurrency/index.js";
 import { type AlgorithmDefinition, MAX_QUOTA, isCount, isName } from "./definition.js";
 import { type FixedWindowPolicy, fixedWindowAlgorithm } from "./fixedWindow/index.js";

@@ -8,9 +8,8 @@
  */
 import { type Duration, MAX_DURATION_MS, toMs } from "../duration.js";
 import { SluiceConfigError, describe } from "../errors.js";
-import type { PolicyResult } from "../types.js";
-import { type BlockSpec, isCount, positiveInt } from "./definition.js";
-import type { Policy } from "./index.js";
+import type { PolicyResult } from "../results.js";
+import { type BlockSpec, type PolicyCommon, isCount, positiveInt } from "./definition.js";
 
 export type { BlockSpec };
 
@@ -67,7 +66,7 @@ const MAX_OFFENCES = 64;
 
 /** Where the penalty boxes of a key's policies sit (a part of the engine's `Layout`). */
 export interface BlockLayout {
-  readonly policies: readonly Policy[];
+  readonly policies: readonly PolicyCommon[];
   /** Per policy, the offset of `[blocked until (µs), offences]` in the key's numbers, or -1 without `block`. */
   readonly blockOffsets: readonly number[];
 }
@@ -128,7 +127,7 @@ export function startBlocks(layout: BlockLayout, results: PolicyResult[], num: F
   for (let i = 0; i < policies.length; i++) {
     const bo = blockOffsets[i] as number;
     const r = results[i] as PolicyResult;
-    const block = (policies[i] as Policy).block;
+    const block = (policies[i] as PolicyCommon).block;
     if (bo < 0 || block === undefined || r.allowed || r.retryAfterMs === Infinity) continue;
     const previousUntil = num[base + bo] as number;
     const offences = previousUntil > 0 && nowUs <= previousUntil + block.maxMs * 1000 ? Math.min(MAX_OFFENCES, (num[base + bo + 1] as number) + 1) : 1;
@@ -148,7 +147,7 @@ export function startBlocks(layout: BlockLayout, results: PolicyResult[], num: F
  */
 export function blockExpiresAtUs(layout: BlockLayout, i: number, num: Float64Array, base: number): number {
   const bo = layout.blockOffsets[i] as number;
-  const block = (layout.policies[i] as Policy).block;
+  const block = (layout.policies[i] as PolicyCommon).block;
   if (bo < 0 || block === undefined) return 0;
   const until = num[base + bo] as number;
   return until > 0 ? until + block.maxMs * 1000 + 1 : 0;
