@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { type Policy, algorithmOf, evaluate, peekPolicy, stateNow } from "./algorithms/index.js";
-import { applyBlocks, isBlocked, markBlocked, startBlocks } from "./algorithms/penalty-box.js";
+import { type Policy, algorithmOf, evaluate, peekPolicy, stateAt, stateNow } from "./algorithms/index.js";
+import { applyBlocks, blockedUntilUs, isBlocked, markBlocked, startBlocks } from "./algorithms/penalty-box.js";
 import type { PolicyResult } from "./types.js";
 
 export { blockExpiresAtUs } from "./algorithms/penalty-box.js";
@@ -57,8 +57,8 @@ export function layoutOf(policies: readonly Policy[]): Layout {
     const algorithm = algorithmOf(p);
     numOffsets.push(numStride);
     objOffsets.push(objStride);
-    numStride += algorithm.numWidth;
-    objStride += algorithm.objWidth;
+    numStride += algorithm.state.numWidth;
+    objStride += algorithm.state.objWidth;
     max = Math.min(max, algorithm.maxCost(p));
   }
   const blockOffsets: number[] = [];
@@ -74,6 +74,9 @@ export function layoutOf(policies: readonly Policy[]): Layout {
   const hasBucket = policies.some((p) => algorithmOf(p).mark !== undefined);
   return { policies, numOffsets, objOffsets, numStride, objStride, maxCost: max, blockOffsets, hasBlock, hasConcurrency, hasBucket };
 }
+
+/** The lists of a key whose policies keep none. */
+const NO_LISTS: unknown[] = [];
 
 /** Results of a decision that started a block: its state must be written although it was denied. */
 const BLOCK_STARTED = new WeakSet<PolicyResult[]>();
@@ -141,7 +144,7 @@ export function consumeAll(layout: Layout, num: Float64Array, base: number, obj:
  * that `retryAfterMs` is the later of the block's end and the policy's own retry time for that cost.
  */
 export function manuallyBlocked(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, cost: number, untilUs: number): PolicyResult[] {
-  const { policies, blockOffsets } = layout;
+  const { policies } = layout;
   const results: PolicyResult[] = new Array(policies.length);
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
@@ -149,8 +152,7 @@ export function manuallyBlocked(layout: Layout, num: Float64Array, base: number,
     const oOff = oBase + (layout.objOffsets[i] as number);
     const r = evaluate(policy, num, off, obj, oOff, nowUs, cost, false);
     const result = r.allowed ? stateNow(policy, num, off, obj, oOff, nowUs) : r;
-    const bo = blockOffsets[i] as number;
-    const own = bo >= 0 ? (num[base + bo] as number) : 0;
+    const own = blockedUntilUs(layout, i, num, base);
     markBlocked(result, nowUs, Math.ceil(((own > untilUs ? own : untilUs) - nowUs) / 1000));
     results[i] = result;
   }
@@ -191,7 +193,7 @@ export function reserveAll(layout: Layout, num: Float64Array, base: number, obj:
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
     const off = base + (layout.numOffsets[i] as number);
-    algorithmOf(policy).reservation!.hold?.(policy, num, off, nowUs, holdUs, granted);
+    algorithmOf(policy).reservation!.hold?.(policy, stateAt(policy, num, off, obj, oBase + (layout.objOffsets[i] as number)), nowUs, holdUs, granted);
     results[i] = stateNow(policy, num, off, obj, oBase + (layout.objOffsets[i] as number), nowUs);
   }
   return { granted, results };
@@ -210,7 +212,7 @@ export function peekAll(layout: Layout, num: Float64Array, base: number, obj: un
 
 /** When (µs) the policy's state becomes the empty state again: its natural expiry. 0 if already empty. */
 export function expiresAtUs(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number): number {
-  return algorithmOf(policy).expiresAtUs(policy, num, off, obj, oOff);
+  return algorithmOf(policy).expiresAtUs(policy, stateAt(policy, num, off, obj, oOff));
 }
 
 /**
@@ -231,7 +233,7 @@ function changesAny(layout: Layout, base: number, oBase: number, change: (policy
  * any state changed.
  */
 export function releaseAll(layout: Layout, num: Float64Array, base: number, obj: unknown[], oBase: number, nowUs: number, lease: number): boolean {
-  return changesAny(layout, base, oBase, (policy, _i, off, oOff) => algorithmOf(policy).release?.(policy, num, off, obj, oOff, nowUs, lease) ?? false);
+  return changesAny(layout, base, oBase, (policy, _i, off, oOff) => algorithmOf(policy).release?.(policy, stateAt(policy, num, off, obj, oOff), nowUs, lease) ?? false);
 }
 
 /**
@@ -240,13 +242,14 @@ export function releaseAll(layout: Layout, num: Float64Array, base: number, obj:
  * (a bucket's theoretical arrival time right after the charge, µs); 0 for the others, which need
  * none. `undefined` when no policy has marks.
  */
-export function chargeMarks(layout: Layout, num: Float64Array, base: number): number[] | undefined {
+export function chargeMarks(layout: Layout, num: Float64Array, base: number, obj: unknown[] = NO_LISTS, oBase = 0): number[] | undefined {
   if (!layout.hasBucket) return undefined;
   const { policies, numOffsets } = layout;
   const marks: number[] = new Array(policies.length);
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
-    marks[i] = algorithmOf(policy).mark?.(policy, num, base + (numOffsets[i] as number)) ?? 0;
+    const mark = algorithmOf(policy).mark;
+    marks[i] = mark === undefined ? 0 : mark(policy, stateAt(policy, num, base + (numOffsets[i] as number), obj, oBase + (layout.objOffsets[i] as number)));
   }
   return marks;
 }
@@ -296,6 +299,6 @@ export function refundAll(
   prices?: readonly number[],
 ): boolean {
   return changesAny(layout, base, oBase, (policy, i, off, oOff) =>
-    algorithmOf(policy).refund(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs, marks === undefined ? -1 : (marks[i] ?? 0), prices?.[i] ?? 0),
+    algorithmOf(policy).refund(policy, stateAt(policy, num, off, obj, oOff), nowUs, cost, chargedAtUs, marks === undefined ? -1 : (marks[i] ?? 0), prices?.[i] ?? 0),
   );
 }

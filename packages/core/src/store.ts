@@ -275,10 +275,11 @@ function load(plan: Plan, state: StoredState | undefined, nowUs: number): { num:
     if (!isField(value) || (value[0] as number) <= nowUs) continue;
     const off = layout.numOffsets[i] as number;
     const oOff = layout.objOffsets[i] as number;
-    if (!algorithmOf(policy).decode(policy, value, num, off, obj, oOff, nowUs)) {
+    const algorithm = algorithmOf(policy);
+    if (!algorithm.decode(policy, value, algorithm.state.at(num, off, obj, oOff), nowUs)) {
       // malformed: the policy starts empty (a partial read is undone)
-      num.fill(0, off, off + algorithmOf(policy).numWidth);
-      obj.fill(undefined, oOff, oOff + algorithmOf(policy).objWidth);
+      num.fill(0, off, off + algorithm.state.numWidth);
+      obj.fill(undefined, oOff, oOff + algorithm.state.objWidth);
     }
   }
   return { num, obj };
@@ -402,7 +403,8 @@ function written(plan: Plan, state: StoredState | undefined, num: Float64Array, 
       continue;
     }
     const value = [at];
-    if (!algorithmOf(policy).encode(policy, num, off, obj, oOff, nowUs, value)) {
+    const algorithm = algorithmOf(policy);
+    if (!algorithm.encode(policy, algorithm.state.at(num, off, obj, oOff), nowUs, value)) {
       delete next[field];
       continue;
     }

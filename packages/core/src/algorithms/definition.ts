@@ -3,16 +3,17 @@
  * ({@link AlgorithmDefinition}), and the small helpers the folders share (option parsing, result
  * building, exact integer division).
  *
- * An algorithm keeps its state per key in a slice of a `Float64Array` (`numWidth` numbers at `off`)
- * and, when it needs a variable-length list (the sliding log's entries, the concurrency cap's
- * leases), `objWidth` slots of an array at `oOff`. An all-zero slice (and empty slots) is the empty
- * state for every algorithm.
+ * An algorithm reads and writes its state per key by name (`state.count`), as declared with
+ * `stateLayout` (`state.ts`): named numbers and, when it needs a variable-length list (the sliding
+ * log's entries, the concurrency cap's leases), named lists. Every number 0 and every list
+ * `undefined` is the empty state for every algorithm.
  *
  * @module
  */
 import { MAX_DURATION_MS } from "../duration.js";
 import { SluiceConfigError, describe } from "../errors.js";
 import type { PolicyResult } from "../results.js";
+import type { StateLayout } from "./state.js";
 
 /**
  * The penalty box of a policy, parsed: when the policy denies, the key is blocked for
@@ -43,7 +44,7 @@ export interface PolicyCommon {
  * letting any span admit more than its bound: a unit is charged before it is used, and this rule
  * bounds what it may do between its charge and its use.
  */
-export interface ReservationRule<P> {
+export interface ReservationRule<P, S = unknown> {
   /** Whether `policy` may hand out units ahead of their use (a queue's delays are per request: it may not). */
   reservable(policy: P): boolean;
   /**
@@ -64,7 +65,7 @@ export interface ReservationRule<P> {
    * holdUs`, the last moment its units may serve (a bucket, which would otherwise refill beneath
    * units held elsewhere). Absent when where a unit sits in its window does not matter.
    */
-  hold?(policy: P, num: Float64Array, off: number, nowUs: number, holdUs: number, units: number): void;
+  hold?(policy: P, state: S, nowUs: number, holdUs: number, units: number): void;
 }
 
 /**
@@ -75,15 +76,13 @@ export interface ReservationRule<P> {
  * Every number an algorithm keeps or compares is an integer (times in µs, windows in ms), so
  * TypeScript and Lua reach bit-identical decisions. Every value handed out is rounded up to whole ms.
  */
-export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: string }> {
+export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: string }, S = unknown> {
   /** The policy kind (`Policy["kind"]`). */
   readonly kind: P["kind"];
   /** Two letters ending the field a policy's state is stored under (`"100-per-1m|sw"`): unique per kind. */
   readonly code: string;
-  /** Numbers of state per key. */
-  readonly numWidth: number;
-  /** Object slots per key (a variable-length list of numbers each). */
-  readonly objWidth: number;
+  /** Its state per key, by name (see `stateLayout`): every method below reads and writes it through `state`. */
+  readonly state: StateLayout<S>;
   /** Whether an allowed request holds a lease (one slot) until it is released or expires. */
   readonly leases: boolean;
 
@@ -126,7 +125,7 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
    * denied. `cost === Infinity` (never a real request) takes the denial path: the state now.
    * `lease` is the id an allowed request holds (0: none given) on a policy with `leases`.
    */
-  evaluate(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, write: boolean, lease: number): PolicyResult;
+  evaluate(policy: P, state: S, nowUs: number, cost: number, write: boolean, lease: number): PolicyResult;
   /**
    * Gives `cost` units back for a request charged at `chargedAtUs` (-1: the latest charge) whose
    * mark (see {@link AlgorithmDefinition.mark}) was `markUs` (-1: the current one; 0: unknown),
@@ -135,15 +134,15 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
    * {@link AlgorithmDefinition.unitPrice}; 0: the policy's own price now). Returns whether the
    * state changed.
    */
-  refund(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, chargedAtUs: number, markUs: number, priceUs: number): boolean;
+  refund(policy: P, state: S, nowUs: number, cost: number, chargedAtUs: number, markUs: number, priceUs: number): boolean;
   /** Frees lease `lease` (a policy with `leases`); idempotent. Returns whether the state changed. */
-  release?(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, lease: number): boolean;
+  release?(policy: P, state: S, nowUs: number, lease: number): boolean;
   /**
    * The mark of the charge just made (read right after an allowed write), which a refund of that
    * charge needs to know how much of it the state still holds; absent for an algorithm whose
    * refund needs none (its mark is 0).
    */
-  mark?(policy: P, num: Float64Array, off: number): number;
+  mark?(policy: P, state: S): number;
   /**
    * What one unit of a charge under `policy` weighs, for an algorithm whose units weigh something
    * other than one count (a bucket: its emission interval, µs). The limiter records it with the
@@ -158,20 +157,20 @@ export interface AlgorithmDefinition<P extends PolicyCommon & { readonly kind: s
    * absent for an algorithm that never reserves (a log's entries carry their own times, a lease is
    * one request's): a limiter with such a policy decides every request in the store.
    */
-  readonly reservation?: ReservationRule<P>;
+  readonly reservation?: ReservationRule<P, S>;
   /** When (µs) the state is empty again: its natural expiry; 0 if already empty. */
-  expiresAtUs(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number): number;
+  expiresAtUs(policy: P, state: S): number;
 
   /**
    * Appends the state's stored form (a list of safe integers, after the expiry a store keeps in
    * front) to `out`; returns `false` when nothing live is left to store.
    */
-  encode(policy: P, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, out: number[]): boolean;
+  encode(policy: P, state: S, nowUs: number, out: number[]): boolean;
   /**
    * Reads a stored form (`value[1..]`, `value[0]` being the expiry) into the state; returns `false`
    * (the state left empty) when it is malformed: losing state may only ever forget it.
    */
-  decode(policy: P, value: readonly number[], num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number): boolean;
+  decode(policy: P, value: readonly number[], state: S, nowUs: number): boolean;
 }
 
 /** A policy's result, as every algorithm builds it. */
@@ -187,16 +186,17 @@ export function result(
   return { policy: policy.name, allowed, limit: policy.limit, remaining, resetAt, retryAfterMs, delayMs, refillAt };
 }
 
-/** `encode`/`decode` of an algorithm whose state is its `width` numbers. */
-export function numericState(width: number): Pick<AlgorithmDefinition<PolicyCommon & { kind: string }>, "encode" | "decode"> {
+/** The state of an algorithm whose state is its numbers, and its stored form: those numbers, in order. */
+export function numericState<S>(layout: StateLayout<S>): Pick<AlgorithmDefinition<PolicyCommon & { kind: string }, S>, "state" | "encode" | "decode"> {
   return {
-    encode(_policy, num, off, _obj, _oOff, _nowUs, out) {
-      for (let j = 0; j < width; j++) out.push(num[off + j] as number);
+    state: layout,
+    encode(_policy, state, _nowUs, out) {
+      layout.pushNumbers(state, out);
       return true;
     },
-    decode(_policy, value, num, off) {
-      if (value.length !== 1 + width) return false;
-      for (let j = 0; j < width; j++) num[off + j] = value[1 + j] as number;
+    decode(_policy, value, state) {
+      if (value.length !== 1 + layout.numWidth) return false;
+      layout.setNumbers(state, value, 1);
       return true;
     },
   };

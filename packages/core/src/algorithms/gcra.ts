@@ -9,6 +9,7 @@
 import { SluiceConfigError } from "../errors.js";
 import type { PolicyResult } from "../results.js";
 import { type AlgorithmDefinition, type PolicyCommon, type ReservationRule, ceilDiv, isCount, result } from "./definition.js";
+import { type State, stateLayout } from "./state.js";
 
 /** The largest span (µs) a GCRA bucket may cover, `(burst + queue) * emissionInterval`: 2^50 µs, about 35 years. */
 export const MAX_GCRA_SPAN_US = 2 ** 50;
@@ -40,6 +41,9 @@ export interface GcraPolicy extends PolicyCommon {
   /** The emission interval in µs. */
   readonly emissionIntervalUs: number;
 }
+
+/** A bucket's state: its theoretical arrival time (`tat`, µs) and the refund shift (`shift`, µs). */
+export type GcraState = State<"tat" | "shift">;
 
 /**
  * The emission interval (µs) of `amount` units per `spanMs`; throws when the bucket would take
@@ -83,32 +87,32 @@ function refillAt(nowUs: number, credit: number, full: number, T: number, queueT
  * finish than their marks say; a full bucket queues none, and forgetting the shift at the pace the
  * time passes keeps every older mark's finish (mark − shift) at or before now.
  */
-function charge(num: Float64Array, off: number, stored: number, nowUs: number, newTat: number): void {
-  num[off] = newTat;
+function charge(state: GcraState, stored: number, nowUs: number, newTat: number): void {
+  state.tat = newTat;
   if (stored < nowUs) {
-    const shift = (num[off + 1] as number) - (nowUs - stored);
-    num[off + 1] = shift > 0 ? shift : 0;
+    const shift = state.shift - (nowUs - stored);
+    state.shift = shift > 0 ? shift : 0;
   }
 }
 
 /** The TAT plus the shift: a charge's mark, read right after it, and the state's expiry. */
-const tatPlusShift = (_p: GcraPolicy, num: Float64Array, off: number): number => (num[off] as number) + (num[off + 1] as number);
+const tatPlusShift = (_p: GcraPolicy, state: GcraState): number => state.tat + state.shift;
 
-function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, nowUs: number, cost: number, write: boolean): PolicyResult {
+function evaluate(policy: GcraPolicy, state: GcraState, nowUs: number, cost: number, write: boolean): PolicyResult {
   const T = policy.emissionIntervalUs;
   const burst = policy.burst;
   const queue = policy.queue;
-  const stored = num[off] as number;
+  const stored = state.tat;
   const tat = stored > nowUs ? stored : nowUs;
   if (cost <= burst + queue) {
     const newTat = tat + cost * T;
     const diff = nowUs - (newTat - burst * T);
     if (diff >= 0) {
-      if (write) charge(num, off, stored, nowUs, newTat);
+      if (write) charge(state, stored, nowUs, newTat);
       return result(policy, true, Math.floor(diff / T), Math.ceil(newTat / 1000), 0, 0, refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     if (diff >= -queue * T) {
-      if (write) charge(num, off, stored, nowUs, newTat);
+      if (write) charge(state, stored, nowUs, newTat);
       return result(policy, true, 0, Math.ceil(newTat / 1000), 0, Math.ceil(-diff / 1000), refillAt(nowUs, diff, burst * T, T, queue * T));
     }
     const credit = nowUs - tat + burst * T;
@@ -139,21 +143,10 @@ function evaluate(policy: GcraPolicy, num: Float64Array, off: number, _obj: unkn
  * the bucket stays full (see `charge`), and the state lives until `TAT + shift`, so that a state
  * lost or forgotten never lets an older mark give back what is not its own.
  */
-function refund(
-  policy: GcraPolicy,
-  num: Float64Array,
-  off: number,
-  _obj: unknown[],
-  _oOff: number,
-  nowUs: number,
-  cost: number,
-  _chargedAtUs: number,
-  markUs: number,
-  priceUs: number,
-): boolean {
-  const tat = num[off] as number;
+function refund(policy: GcraPolicy, state: GcraState, nowUs: number, cost: number, _chargedAtUs: number, markUs: number, priceUs: number): boolean {
+  const tat = state.tat;
   if (markUs === 0 || tat <= nowUs) return false;
-  const shift = num[off + 1] as number;
+  const shift = state.shift;
   const finish = markUs < 0 ? tat : markUs - shift;
   const last = finish >= tat;
   // each unit at the emission interval it was charged at: an override set or cleared since changes
@@ -161,8 +154,8 @@ function refund(
   const unitUs = priceUs > 0 ? priceUs : policy.emissionIntervalUs;
   const back = Math.min(cost * unitUs, finish - nowUs, tat - nowUs, last ? Infinity : MAX_GCRA_SHIFT_US - shift);
   if (back <= 0) return false;
-  num[off] = tat - back;
-  if (!last) num[off + 1] = shift + back;
+  state.tat = tat - back;
+  if (!last) state.shift = shift + back;
   return true;
 }
 
@@ -177,23 +170,22 @@ function refund(
  * `hold / T` units fewer, which is why a hold is at most a quarter of the time the bucket takes to
  * fill.
  */
-export const gcraReservation: ReservationRule<GcraPolicy> = {
+export const gcraReservation: ReservationRule<GcraPolicy, GcraState> = {
   reservable: (p) => p.queue === 0,
   servesUntilMs: () => Infinity,
   maxHoldMs: (p) => Math.floor((p.burst * p.emissionIntervalUs) / 4000),
-  hold(p, num, off, nowUs, holdUs, units) {
-    const tat = num[off] as number;
+  hold(p, state, nowUs, holdUs, units) {
+    const tat = state.tat;
     // the TAT the charge started from: max(stored, now)
     const from = tat - units * p.emissionIntervalUs;
     const latest = nowUs + holdUs;
-    if (latest > from) num[off] = tat + (latest - from);
+    if (latest > from) state.tat = tat + (latest - from);
   },
 };
 
 /** The parts of a bucket's definition that are the GCRA's: state, evaluation, refunds, marks. */
 export const gcraParts = {
-  numWidth: 2,
-  objWidth: 0,
+  state: stateLayout(["tat", "shift"]),
   leases: false,
   isGcraValid: (p: Record<string, unknown>): boolean =>
     isCount(p.emissionIntervalUs) &&
@@ -229,17 +221,17 @@ export const gcraParts = {
   /** The TAT plus the shift: until then an older mark could still overstate a charge's finish. */
   expiresAtUs: tatPlusShift,
   /** Stored: `[tat]`, or `[tat, shift]` when the shift is not 0. */
-  encode(_p: GcraPolicy, num: Float64Array, off: number, _obj: unknown[], _oOff: number, _nowUs: number, out: number[]): boolean {
-    out.push(num[off] as number);
-    if ((num[off + 1] as number) > 0) out.push(num[off + 1] as number);
+  encode(_p: GcraPolicy, state: GcraState, _nowUs: number, out: number[]): boolean {
+    out.push(state.tat);
+    if (state.shift > 0) out.push(state.shift);
     return true;
   },
-  decode(_p: GcraPolicy, value: readonly number[], num: Float64Array, off: number): boolean {
+  decode(_p: GcraPolicy, value: readonly number[], state: GcraState): boolean {
     if (value.length !== 2 && value.length !== 3) return false;
     const shift = value.length === 3 ? (value[2] as number) : 0;
     if (!(shift >= 0 && shift <= MAX_GCRA_SHIFT_US)) return false;
-    num[off] = value[1] as number;
-    num[off + 1] = shift;
+    state.tat = value[1] as number;
+    state.shift = shift;
     return true;
   },
-} satisfies Partial<AlgorithmDefinition<GcraPolicy>> & Record<string, unknown>;
+} satisfies Partial<AlgorithmDefinition<GcraPolicy, GcraState>> & Record<string, unknown>;

@@ -42,7 +42,7 @@ export type Policy = FixedWindowPolicy | SlidingWindowPolicy | SlidingLogPolicy 
 export type PolicyKind = Policy["kind"];
 
 /** Every kind's definition: the compiler refuses a kind of {@link Policy} without one. */
-export const ALGORITHMS: { readonly [K in PolicyKind]: AlgorithmDefinition<Extract<Policy, { kind: K }>> } = {
+export const ALGORITHMS: { readonly [K in PolicyKind]: AlgorithmDefinition<Extract<Policy, { kind: K }>, any> } = {
   fixedWindow: fixedWindowAlgorithm,
   slidingWindow: slidingWindowAlgorithm,
   slidingLog: slidingLogAlgorithm,
@@ -61,7 +61,7 @@ export function isPolicyKind(kind: unknown): kind is PolicyKind {
 
 /** The definition of a policy's algorithm (typed for any policy). */
 export function algorithmOf(policy: Pick<Policy, "kind">): AlgorithmDefinition<Policy> {
-  return ALGORITHMS[policy.kind] as unknown as AlgorithmDefinition<Policy>;
+  return ALGORITHMS[policy.kind] as AlgorithmDefinition<Policy>;
 }
 
 /** Whether a policy's allowed requests hold leases (a concurrency cap). */
@@ -105,9 +105,18 @@ export function policyData(policy: Policy): Record<string, unknown> {
   return data;
 }
 
-/** Evaluates one policy (see {@link AlgorithmDefinition.evaluate}). */
+/**
+ * The state of `policy` whose numbers start at `off` in `num` and lists at `oOff` in `obj` (the
+ * engine's arrays), as its algorithm reads it: by name (see `state.ts`). Valid until the next call.
+ */
+export function stateAt(policy: Pick<Policy, "kind">, num: Float64Array, off: number, obj: unknown[], oOff: number): unknown {
+  return algorithmOf(policy).state.at(num, off, obj, oOff);
+}
+
+/** Evaluates one policy (see {@link AlgorithmDefinition.evaluate}) over its state in the engine's arrays. */
 export function evaluate(policy: Policy, num: Float64Array, off: number, obj: unknown[], oOff: number, nowUs: number, cost: number, write: boolean, lease = 0): PolicyResult {
-  return algorithmOf(policy).evaluate(policy, num, off, obj, oOff, nowUs, cost, write, lease);
+  const algorithm = algorithmOf(policy);
+  return algorithm.evaluate(policy, algorithm.state.at(num, off, obj, oOff), nowUs, cost, write, lease);
 }
 
 /**
@@ -141,9 +150,9 @@ export function stateNow(policy: Policy, num: Float64Array, off: number, obj: un
  */
 export function allowedFromState(policy: Policy, stored: readonly number[], nowUs: number): PolicyResult | undefined {
   const algorithm = algorithmOf(policy);
-  const num = new Float64Array(algorithm.numWidth);
-  const obj: unknown[] = algorithm.objWidth === 0 ? NO_OBJECTS : new Array(algorithm.objWidth).fill(undefined);
-  if (!algorithm.decode(policy, stored, num, 0, obj, 0, nowUs)) return undefined;
+  const num = new Float64Array(algorithm.state.numWidth);
+  const obj: unknown[] = algorithm.state.objWidth === 0 ? NO_OBJECTS : new Array(algorithm.state.objWidth).fill(undefined);
+  if (!algorithm.decode(policy, stored, algorithm.state.at(num, 0, obj, 0), nowUs)) return undefined;
   return stateNow(policy, num, 0, obj, 0, nowUs);
 }
 

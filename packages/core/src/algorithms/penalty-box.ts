@@ -10,6 +10,7 @@ import { type Duration, MAX_DURATION_MS, toMs } from "../duration.js";
 import { SluiceConfigError, describe } from "../errors.js";
 import type { PolicyResult } from "../results.js";
 import { type BlockSpec, type PolicyCommon, isCount, positiveInt } from "./definition.js";
+import { stateLayout } from "./state.js";
 
 export type { BlockSpec };
 
@@ -64,6 +65,13 @@ export function blockDurationMs(block: BlockSpec, offences: number): number {
 /** How many offences of a key are counted at most (the block stops growing long before). */
 const MAX_OFFENCES = 64;
 
+/** A policy's penalty box: when the running block ends (µs; 0: none yet) and the offences counted. */
+const BOX = stateLayout(["until", "offences"]);
+const NO_LISTS: unknown[] = [];
+
+/** The penalty box at `bo` in the key's numbers at `base`. */
+const boxAt = (num: Float64Array, base: number, bo: number) => BOX.at(num, base + bo, NO_LISTS, 0);
+
 /** Where the penalty boxes of a key's policies sit (a part of the engine's `Layout`). */
 export interface BlockLayout {
   readonly policies: readonly PolicyCommon[];
@@ -76,7 +84,7 @@ export function isBlocked(layout: BlockLayout, num: Float64Array, base: number, 
   const { blockOffsets } = layout;
   for (let i = 0; i < blockOffsets.length; i++) {
     const bo = blockOffsets[i] as number;
-    if (bo >= 0 && (num[base + bo] as number) > nowUs) return true;
+    if (bo >= 0 && boxAt(num, base, bo).until > nowUs) return true;
   }
   return false;
 }
@@ -92,7 +100,7 @@ export function applyBlocks(layout: BlockLayout, results: PolicyResult[], num: F
   const { blockOffsets } = layout;
   for (let i = 0; i < blockOffsets.length; i++) {
     const bo = blockOffsets[i] as number;
-    const until = bo >= 0 ? (num[base + bo] as number) : 0;
+    const until = bo >= 0 ? boxAt(num, base, bo).until : 0;
     if (until > nowUs) markBlocked(results[i] as PolicyResult, nowUs, Math.ceil((until - nowUs) / 1000));
   }
 }
@@ -129,15 +137,22 @@ export function startBlocks(layout: BlockLayout, results: PolicyResult[], num: F
     const r = results[i] as PolicyResult;
     const block = (policies[i] as PolicyCommon).block;
     if (bo < 0 || block === undefined || r.allowed || r.retryAfterMs === Infinity) continue;
-    const previousUntil = num[base + bo] as number;
-    const offences = previousUntil > 0 && nowUs <= previousUntil + block.maxMs * 1000 ? Math.min(MAX_OFFENCES, (num[base + bo + 1] as number) + 1) : 1;
+    const box = boxAt(num, base, bo);
+    const previousUntil = box.until;
+    const offences = previousUntil > 0 && nowUs <= previousUntil + block.maxMs * 1000 ? Math.min(MAX_OFFENCES, box.offences + 1) : 1;
     const ms = blockDurationMs(block, offences);
-    num[base + bo] = nowUs + ms * 1000;
-    num[base + bo + 1] = offences;
+    box.until = nowUs + ms * 1000;
+    box.offences = offences;
     markBlocked(r, nowUs, ms);
     started = true;
   }
   return started;
+}
+
+/** When (µs) the running block of policy `i` ends (0: it has no penalty box, or never blocked). */
+export function blockedUntilUs(layout: BlockLayout, i: number, num: Float64Array, base: number): number {
+  const bo = layout.blockOffsets[i] as number;
+  return bo >= 0 ? boxAt(num, base, bo).until : 0;
 }
 
 /**
@@ -149,6 +164,6 @@ export function blockExpiresAtUs(layout: BlockLayout, i: number, num: Float64Arr
   const bo = layout.blockOffsets[i] as number;
   const block = (layout.policies[i] as PolicyCommon).block;
   if (bo < 0 || block === undefined) return 0;
-  const until = num[base + bo] as number;
+  const until = boxAt(num, base, bo).until;
   return until > 0 ? until + block.maxMs * 1000 + 1 : 0;
 }

@@ -1,8 +1,8 @@
 /**
  * The concurrency cap: at most `limit` requests of a key in flight, each holding a lease.
  *
- * State: one number, the latest expiry among the stored leases (µs), and one object slot holding
- * the leases as `[expires (µs), id]` pairs in the order they were acquired; an expired lease
+ * State: `latest`, the latest expiry among the stored leases (µs), and `leases`, the
+ * `[expires (µs), id]` pairs in the order they were acquired; an expired lease
  * counts for nothing and is dropped at the next write. Stored as `[expires, id, expires, id, ...]`
  * (the live leases only).
  *
@@ -11,6 +11,7 @@
 import { type Duration, toMs } from "../../duration.js";
 import { SluiceConfigError, describe } from "../../errors.js";
 import { type AlgorithmDefinition, MAX_QUOTA, type PolicyCommon, ceilDiv, isDurationMs, quotaInt, requireObject, result, validateName } from "../definition.js";
+import { type State, stateLayout } from "../state.js";
 
 /**
  * A cap on requests in flight per key: each allowed request holds a lease (one slot, whatever its
@@ -112,11 +113,13 @@ function dropExpired(leases: number[], nowUs: number): void {
   leases.length = w;
 }
 
-export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
+/** The latest expiry among the leases (µs), and the leases `[expires (µs), lease id, ...]`. */
+type ConcurrencyState = State<"latest", "leases">;
+
+export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy, ConcurrencyState> = {
   kind: "concurrency",
   code: "cc",
-  numWidth: 1,
-  objWidth: 1,
+  state: stateLayout(["latest"], ["leases"]),
   leases: true,
   create: (options) => concurrency(options as unknown as ConcurrencyOptions),
   options: (p) => ({ limit: p.limit, lease: p.leaseMs }),
@@ -132,8 +135,8 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
    * away (a release may come any time), `now` when none is held; a denial's `retryAfterMs` is the
    * same wait, so `t ≤ Retry-After`.
    */
-  evaluate(policy, num, off, obj, oOff, nowUs, cost, write, lease) {
-    const leases = obj[oOff] as number[] | undefined;
+  evaluate(policy, state, nowUs, cost, write, lease) {
+    const leases = state.leases;
     const limit = policy.limit;
     const nowMs = Math.floor(nowUs / 1000);
     let live = 0;
@@ -151,12 +154,12 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
     if (cost !== Infinity && live < limit) {
       const expires = nowUs + policy.leaseMs * 1000;
       if (write) {
-        if (leases === undefined || live === 0) obj[oOff] = [expires, lease];
+        if (leases === undefined || live === 0) state.leases = [expires, lease];
         else {
           if (live * 2 < leases.length) dropExpired(leases, nowUs);
           leases.push(expires, lease);
         }
-        num[off] = Math.max(latest, expires);
+        state.latest = Math.max(latest, expires);
       }
       const first = Math.min(earliest, expires);
       return result(policy, true, limit - live - 1, Math.ceil(Math.max(latest, expires) / 1000), 0, 0, nowMs + slotWaitMs(first, nowUs));
@@ -169,8 +172,8 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
   refund: () => false,
 
   /** Frees lease `lease` (and drops the expired ones). An unknown, released or expired lease changes nothing but the purge. */
-  release(_policy, num, off, obj, oOff, nowUs, lease) {
-    const leases = obj[oOff] as number[] | undefined;
+  release(_policy, state, nowUs, lease) {
+    const leases = state.leases;
     if (leases === undefined) return false;
     let w = 0;
     let latest = 0;
@@ -184,15 +187,15 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
     }
     if (w === leases.length) return false;
     leases.length = w;
-    if (w === 0) obj[oOff] = undefined;
-    num[off] = latest;
+    if (w === 0) state.leases = undefined;
+    state.latest = latest;
     return true;
   },
 
-  expiresAtUs: (_policy, num, off) => num[off] as number,
+  expiresAtUs: (_policy, state) => state.latest,
 
-  encode(_policy, _num, _off, obj, oOff, nowUs, out) {
-    const leases = (obj[oOff] as number[] | undefined) ?? [];
+  encode(_policy, state, nowUs, out) {
+    const leases = state.leases ?? [];
     const before = out.length;
     for (let j = 0; j < leases.length; j += 2) {
       if ((leases[j] as number) > nowUs) out.push(leases[j] as number, leases[j + 1] as number);
@@ -200,7 +203,7 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
     return out.length > before;
   },
 
-  decode(_policy, value, num, off, obj, oOff, nowUs) {
+  decode(_policy, value, state, nowUs) {
     // [expires, lease expires, lease id, ...]: the live leases only (expired ones are purged on read)
     if (value.length % 2 !== 1) return false;
     const leases: number[] = [];
@@ -213,8 +216,8 @@ export const concurrencyAlgorithm: AlgorithmDefinition<ConcurrencyPolicy> = {
       if (expires > latest) latest = expires;
     }
     if (leases.length === 0) return false;
-    num[off] = latest;
-    obj[oOff] = leases;
+    state.latest = latest;
+    state.leases = leases;
     return true;
   },
 };

@@ -1,11 +1,12 @@
 /**
  * Fixed window: a counter per window `floor(now / windowMs)`.
  *
- * State: `[window index, count]`.
+ * State: the window's index and the count in it.
  *
  * @module
  */
 import { type AlgorithmDefinition, numericState, result } from "../definition.js";
+import { type State, stateLayout } from "../state.js";
 import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy, fixedWindowReservation } from "../window.js";
 
 /** A counter per fixed window `floor(now / windowMs)`. */
@@ -24,25 +25,27 @@ export function fixedWindow(options: WindowOptions): FixedWindowPolicy {
   return windowPolicy("fixedWindow", options);
 }
 
-export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy> = {
+/** The window `floor(now / windowMs)` the count belongs to, and the cost counted in it. */
+type FixedWindowState = State<"window" | "count">;
+
+export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy, FixedWindowState> = {
   ...windowParts(fixedWindow),
   kind: "fixedWindow",
   code: "fw",
-  numWidth: 2,
-  objWidth: 0,
+  ...numericState(stateLayout(["window", "count"])),
   reservation: fixedWindowReservation,
 
-  evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
+  evaluate(policy, state, nowUs, cost, write) {
     const windowMs = policy.windowMs;
     const limit = policy.limit;
     const nowMs = Math.floor(nowUs / 1000);
     const idx = Math.floor(nowMs / windowMs);
-    const count = num[off] === idx ? (num[off + 1] as number) : 0;
+    const count = state.window === idx ? state.count : 0;
     const resetAt = (idx + 1) * windowMs;
     if (cost <= limit - count) {
       if (write) {
-        num[off] = idx;
-        num[off + 1] = count + cost;
+        state.window = idx;
+        state.count = count + cost;
       }
       return result(policy, true, limit - count - cost, resetAt, 0, 0, resetAt);
     }
@@ -50,15 +53,14 @@ export const fixedWindowAlgorithm: AlgorithmDefinition<FixedWindowPolicy> = {
   },
 
   /** Only within the window the request was charged in. */
-  refund(policy, num, off, _obj, _oOff, nowUs, cost, chargedAtUs) {
+  refund(policy, state, nowUs, cost, chargedAtUs) {
     const at = chargedAtUs < 0 ? nowUs : chargedAtUs;
     const idx = Math.floor(Math.floor(at / 1000) / policy.windowMs);
-    const count = num[off + 1] as number;
-    if (num[off] !== idx || count <= 0) return false;
-    num[off + 1] = Math.max(0, count - cost);
+    const count = state.count;
+    if (state.window !== idx || count <= 0) return false;
+    state.count = Math.max(0, count - cost);
     return true;
   },
 
-  expiresAtUs: (policy, num, off) => ((num[off] as number) + 1) * policy.windowMs * 1000,
-  ...numericState(2),
+  expiresAtUs: (policy, state) => (state.window + 1) * policy.windowMs * 1000,
 };

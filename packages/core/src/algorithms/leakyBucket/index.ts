@@ -6,7 +6,7 @@
  */
 import { type Duration, formatMs, toMs } from "../../duration.js";
 import { type AlgorithmDefinition, type PolicyCommon, positiveInt, queueInt, quotaInt, requireObject, validateName } from "../definition.js";
-import { ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
+import { type GcraState, ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
 import { type BlockOption, blockOf } from "../penalty-box.js";
 
 /** A leaky bucket (GCRA meter) with an optional queue that delays instead of denying. */
@@ -75,7 +75,7 @@ export function leakyBucket(options: LeakyBucketOptions): LeakyBucketPolicy {
   });
 }
 
-export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketPolicy> = {
+export const leakyBucketAlgorithm: AlgorithmDefinition<LeakyBucketPolicy, GcraState> = {
   ...gcraParts,
   kind: "leakyBucket",
   code: "lb",

@@ -1,13 +1,14 @@
 /**
  * Sliding log: an exact log of every admitted request's time and cost inside the window.
  *
- * State: one number, the sum of the stored entries' costs, and one object slot holding the entries
- * as a flat list `[time (µs), cost, time, cost, ...]`, oldest first. Stored as
+ * State: `sum`, the sum of the stored entries' costs, and `entries`, a flat list
+ * `[time (µs), cost, time, cost, ...]`, oldest first. Stored as
  * `[time, cost, time, cost, ...]` (the sum is recomputed on read).
  *
  * @module
  */
 import { type AlgorithmDefinition, result } from "../definition.js";
+import { type State, stateLayout } from "../state.js";
 import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy } from "../window.js";
 
 /** An exact log of (time, cost) entries inside the window. */
@@ -37,19 +38,21 @@ function msUntilFreed(entries: number[] | undefined, start: number, units: numbe
   return undefined;
 }
 
-export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
+/** The sum of the entries' costs, and the entries `[time (µs), cost, ...]`, oldest first. */
+type SlidingLogState = State<"sum", "entries">;
+
+export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy, SlidingLogState> = {
   ...windowParts(slidingLog),
   kind: "slidingLog",
   code: "sl",
-  numWidth: 1,
-  objWidth: 1,
+  state: stateLayout(["sum"], ["entries"]),
 
-  evaluate(policy, num, off, obj, oOff, nowUs, cost, write) {
+  evaluate(policy, state, nowUs, cost, write) {
     const windowUs = policy.windowMs * 1000;
     const limit = policy.limit;
     const cutoff = nowUs - windowUs; // entries at or before the cutoff have left the window
-    const entries = obj[oOff] as number[] | undefined;
-    let sum = num[off] as number;
+    const entries = state.entries;
+    let sum = state.sum;
     let start = 0;
     const n = entries === undefined ? 0 : entries.length;
     if (entries !== undefined) {
@@ -65,7 +68,7 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
       if (write) {
         if (entries === undefined || start === n) {
           // a fresh, exactly sized array (an empty one that grows reserves room for ~19 numbers)
-          obj[oOff] = [nowUs, cost];
+          state.entries = [nowUs, cost];
         } else {
           if (start > 0) {
             // drop the entries that left the window without allocating (splice would return them)
@@ -76,7 +79,7 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
           if (entries[len - 2] === nowUs) entries[len - 1] = (entries[len - 1] as number) + cost;
           else entries.push(nowUs, cost);
         }
-        num[off] = sum + cost;
+        state.sum = sum + cost;
       }
       return result(policy, true, limit - sum - cost, Math.ceil((nowUs + windowUs) / 1000), 0, 0, nowMs + Math.ceil((oldest + windowUs - nowUs) / 1000));
     }
@@ -92,8 +95,8 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
   },
 
   /** From that request's entry (the newest entries first; the latest charge's when `chargedAtUs` is -1). */
-  refund(policy, num, off, obj, oOff, nowUs, cost, chargedAtUs) {
-    const entries = obj[oOff] as number[] | undefined;
+  refund(policy, state, nowUs, cost, chargedAtUs) {
+    const entries = state.entries;
     if (entries === undefined) return false;
     const cutoff = nowUs - policy.windowMs * 1000;
     const atMs = chargedAtUs < 0 ? -1 : Math.floor(chargedAtUs / 1000);
@@ -105,7 +108,7 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
       if (atMs >= 0 && Math.floor(time / 1000) !== atMs) continue;
       const take = Math.min(left, entries[i + 1] as number);
       entries[i + 1] = (entries[i + 1] as number) - take;
-      num[off] = (num[off] as number) - take;
+      state.sum -= take;
       left -= take;
       changed = true;
     }
@@ -120,21 +123,21 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
       }
     }
     entries.length = w;
-    if (w === 0) obj[oOff] = undefined;
+    if (w === 0) state.entries = undefined;
     return true;
   },
 
-  expiresAtUs(policy, _num, _off, obj, oOff) {
-    const entries = obj[oOff] as number[] | undefined;
+  expiresAtUs(policy, state) {
+    const entries = state.entries;
     return entries === undefined || entries.length === 0 ? 0 : (entries[entries.length - 2] as number) + policy.windowMs * 1000;
   },
 
-  encode(_policy, _num, _off, obj, oOff, _nowUs, out) {
-    for (const x of obj[oOff] as number[]) out.push(x);
+  encode(_policy, state, _nowUs, out) {
+    for (const x of state.entries as number[]) out.push(x);
     return true;
   },
 
-  decode(_policy, value, num, off, obj, oOff) {
+  decode(_policy, value, state) {
     // [expires, time, cost, time, cost, ...], oldest first: the sum is always recomputed
     if (value.length % 2 !== 1 || value.length === 1) return false;
     let sum = 0;
@@ -143,8 +146,8 @@ export const slidingLogAlgorithm: AlgorithmDefinition<SlidingLogPolicy> = {
       if (cost <= 0 || (j > 1 && (value[j] as number) <= (value[j - 2] as number))) return false;
       sum += cost;
     }
-    num[off] = sum;
-    obj[oOff] = value.slice(1);
+    state.sum = sum;
+    state.entries = value.slice(1);
     return true;
   },
 };

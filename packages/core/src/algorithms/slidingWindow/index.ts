@@ -2,13 +2,15 @@
  * Sliding window counter: the previous window's count weighted by its overlap with the last
  * window, plus the current count.
  *
- * State: `[window index, previous count, current count]`, in whole ms (the weighted sum
- * `limit × window` must stay below 2^53, which is why it is kept in ms, not µs).
+ * State: the current window's index, the previous window's count and the current one's (windows
+ * in whole ms: the weighted sum `limit × window` must stay below 2^53, which is why it is kept in
+ * ms, not µs).
  *
  * @module
  */
 import { SluiceConfigError } from "../../errors.js";
 import { type AlgorithmDefinition, MAX_QUOTA, numericState, result } from "../definition.js";
+import { type State, stateLayout } from "../state.js";
 import { type WindowOptions, type WindowPolicy, windowParts, windowPolicy, windowReservation } from "../window.js";
 
 /** Counts of the previous and current window, the previous one weighted by how much of it overlaps. */
@@ -58,7 +60,10 @@ function retryMs(W: number, limit: number, r: number, prev: number, cur: number,
   return toNext + Math.max(0, W - Math.floor(((limit - cost) * W) / cur));
 }
 
-export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = {
+/** The window `floor(now / windowMs)` the counts belong to, the previous window's count and the current one's. */
+type SlidingWindowState = State<"window" | "previous" | "current">;
+
+export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy, SlidingWindowState> = {
   ...windowParts(
     slidingWindow,
     (p) => (p.limit as number) * (p.windowMs as number) <= Number.MAX_SAFE_INTEGER,
@@ -67,24 +72,23 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = 
   ),
   kind: "slidingWindow",
   code: "sw",
-  numWidth: 3,
-  objWidth: 0,
+  ...numericState(stateLayout(["window", "previous", "current"])),
   reservation: windowReservation,
 
-  evaluate(policy, num, off, _obj, _oOff, nowUs, cost, write) {
+  evaluate(policy, state, nowUs, cost, write) {
     const W = policy.windowMs;
     const limit = policy.limit;
     const nowMs = Math.floor(nowUs / 1000);
     const idx = Math.floor(nowMs / W);
     const r = nowMs - idx * W;
-    const storedIdx = num[off];
+    const storedIdx = state.window;
     let prev = 0;
     let cur = 0;
     if (storedIdx === idx) {
-      prev = num[off + 1] as number;
-      cur = num[off + 2] as number;
+      prev = state.previous;
+      cur = state.current;
     } else if (storedIdx === idx - 1) {
-      prev = num[off + 2] as number;
+      prev = state.current;
     }
     // allowed iff prev*(W-r) + (cur+cost)*W <= limit*W, written so that no product exceeds limit*W
     const weighted = prev * (W - r);
@@ -92,9 +96,9 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = 
     if (cost <= limit - cur && weighted <= (limit - cur - cost) * W) {
       const after = cur + cost;
       if (write) {
-        num[off] = idx;
-        num[off + 1] = prev;
-        num[off + 2] = after;
+        state.window = idx;
+        state.previous = prev;
+        state.current = after;
       }
       const remaining = Math.max(0, left - after);
       return result(policy, true, remaining, (idx + 2) * W, 0, 0, refillAt(W, limit, nowMs, r, prev, after, remaining));
@@ -106,16 +110,19 @@ export const slidingWindowAlgorithm: AlgorithmDefinition<SlidingWindowPolicy> = 
   },
 
   /** In the window the request was charged in: the current one, or the previous one once the next began. */
-  refund(policy, num, off, _obj, _oOff, nowUs, cost, chargedAtUs) {
+  refund(policy, state, nowUs, cost, chargedAtUs) {
     const at = chargedAtUs < 0 ? nowUs : chargedAtUs;
     const idx = Math.floor(Math.floor(at / 1000) / policy.windowMs);
-    const stored = num[off] as number;
-    const slot = stored === idx ? off + 2 : stored === idx + 1 ? off + 1 : -1;
-    if (slot < 0 || (num[slot] as number) <= 0) return false;
-    num[slot] = Math.max(0, (num[slot] as number) - cost);
+    const stored = state.window;
+    if (stored === idx) {
+      if (state.current <= 0) return false;
+      state.current = Math.max(0, state.current - cost);
+      return true;
+    }
+    if (stored !== idx + 1 || state.previous <= 0) return false;
+    state.previous = Math.max(0, state.previous - cost);
     return true;
   },
 
-  expiresAtUs: (policy, num, off) => ((num[off] as number) + 2) * policy.windowMs * 1000,
-  ...numericState(3),
+  expiresAtUs: (policy, state) => (state.window + 2) * policy.windowMs * 1000,
 };

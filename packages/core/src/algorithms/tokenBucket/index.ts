@@ -6,7 +6,7 @@
  */
 import { type Duration, formatMs, toMs } from "../../duration.js";
 import { type AlgorithmDefinition, type PolicyCommon, positiveInt, quotaInt, requireObject, validateName } from "../definition.js";
-import { ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
+import { type GcraState, ceilRatioSeconds, gcraParts, gcraTiming } from "../gcra.js";
 import { type BlockOption, blockOf } from "../penalty-box.js";
 
 /** A token bucket (starts full, refills continuously) stored as one GCRA timestamp. */
@@ -69,7 +69,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   });
 }
 
-export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketPolicy> = {
+export const tokenBucketAlgorithm: AlgorithmDefinition<TokenBucketPolicy, GcraState> = {
   ...gcraParts,
   kind: "tokenBucket",
   code: "tb",
