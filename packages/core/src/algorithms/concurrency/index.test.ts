@@ -1,13 +1,30 @@
+import { decideSequence, testAlgorithm } from "@sluice/testing/algorithm-suite";
 import { describe, expect, it } from "vitest";
-import { concurrency, fixedWindow, isPolicy, tokenBucket } from "./algorithms/index.js";
-import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "./errors.js";
-import { compileRateLimitHeaders, ietfPolicyHeader, setRateLimitHeaders } from "./headers.js";
-import { RateLimiter } from "./limiter.js";
-import { MemoryStore } from "./memory-store.js";
-import { type StoredState, decideState, peekState, refundState, releaseState } from "./store.js";
-import type { BoundStore, Store, StoreNamespace } from "./types.js";
+import { concurrency, fixedWindow, isPolicy, tokenBucket } from "../index.js";
+import { concurrencyAlgorithm } from "./index.js";
+import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "../../errors.js";
+import { compileRateLimitHeaders, ietfPolicyHeader, setRateLimitHeaders } from "../../headers.js";
+import { RateLimiter } from "../../limiter.js";
+import { MemoryStore } from "../../memory-store.js";
+import { type StoredState, decideState, peekState, refundState, releaseState } from "../../store.js";
+import type { BoundStore, Store, StoreNamespace } from "../../types.js";
 
 const T0 = Date.UTC(2026, 0, 1);
+
+testAlgorithm(concurrencyAlgorithm);
+
+describe("concurrency, request by request", () => {
+  it("one slot per request whatever its cost, held for the lease; a denial waits for the earliest lease to end", () => {
+    const policy = concurrency({ limit: 2, lease: "1s" });
+    expect(decideSequence(concurrencyAlgorithm, policy, [[0, 1], [0, 5], [0, 1], [999, 1], [1000, 1]])).toEqual([
+      "allow r=1 reset=1000 refill=1000",
+      "allow r=0 reset=1000 refill=1000",
+      "deny r=0 retry=1000 reset=1000",
+      "deny r=0 retry=1 reset=1000",
+      "allow r=1 reset=2000 refill=2000",
+    ]);
+  });
+});
 
 describe("concurrency()", () => {
   it("validates its options like every factory; default name and a 30 s lease", () => {
