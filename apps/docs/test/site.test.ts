@@ -99,7 +99,7 @@ describe("the documentation site", () => {
     const rateLimiter = readFileSync(join(outDir, "api/@sluice/core/classes/RateLimiter.html"), "utf8");
     for (const method of ["limit()", "peek()", "reset()", "refund()", "release()"]) expect(rateLimiter, method).toContain(method);
     // "Defined in" links name the file in the repository, as its text does
-    expect(rateLimiter).toMatch(/href="https:\/\/github\.com\/sluice-js\/sluice\/blob\/main\/packages\/core\/src\/limiter\.ts#L\d+"/);
+    expect(rateLimiter).toMatch(/href="https:\/\/github\.com\/sluice-js\/sluice\/blob\/main\/packages\/core\/src\/limiter\/index\.ts#L\d+"/);
     for (const entry of ["@sluice/core", "@sluice/core/store", "@sluice/core/adapter", "@sluice/redis", "@sluice/cloudflare", "@sluice/hono", "@sluice/next", "@sluice/otel", "@sluice/client"]) {
       expect(all, entry).toContain(`api/${entry}/index.html`);
     }

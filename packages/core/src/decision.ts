@@ -3,7 +3,7 @@
  * a caller gets — the binding policy, the reason, `retryAfterMs` and `delayMs` — and the decision
  * a limiter gives when its store failed and `onStoreError` is `"allow"` or `"deny"`. The decisions
  * it makes ({@link StoreDecision}) also carry, privately, what `RateLimiter.refund` checks and
- * gives back. The limiter (`limiter.ts`) orchestrates: when to ask the store, the timeout, the
+ * gives back. The limiter (`limiter/`) orchestrates: when to ask the store, the timeout, the
  * fallback, the deny cache, leases.
  *
  * Internal to core: `toDecision` is public through `@sluice/core/store`, `STORE_FAILURE_RETRY_MS`

@@ -58,7 +58,7 @@ export {
   type RefundOptions,
   type LimiterMode,
   type StoreErrorMode,
-} from "./limiter.js";
+} from "./limiter/index.js";
 export { DEFAULT_DENY_CACHE_MAX_KEYS, type DenyCacheOption, type DenyCacheOptions } from "./deny-cache.js";
 export { DEFAULT_RESERVE_MAX_AGE_MS, DEFAULT_RESERVE_SHARE, type ReserveOption, type ReserveOptions } from "./reservations.js";
 export { MemoryStore, type MemoryStoreOptions } from "./memory-store.js";

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type Policy, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { SluiceConfigError } from "./errors.js";
-import { RateLimiter } from "./limiter.js";
+import { RateLimiter } from "./limiter/index.js";
 import { MemoryStore } from "./memory-store.js";
 import type { RefundCharge, StoreResult } from "./types.js";
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { fixedWindow, tokenBucket } from "./algorithms/index.js";
-import { RateLimiter } from "./limiter.js";
+import { RateLimiter } from "./limiter/index.js";
 import { MemoryStore } from "./memory-store.js";
 import { type Override, effectivePolicies, overrideFromText } from "./overrides.js";
 import { limitedResponse } from "./response.js";

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { concurrency, fixedWindow, leakyBucket, slidingLog, slidingWindow, tokenBucket } from "./algorithms/index.js";
 import { compileRateLimitHeaders } from "./headers.js";
-import { RateLimiter } from "./limiter.js";
+import { RateLimiter } from "./limiter/index.js";
 import { MemoryStore } from "./memory-store.js";
 import { effectivePolicies, overrideFromText, overrideText } from "./overrides.js";
 import { type StoredState, controlState, decideState, peekState } from "./store.js";

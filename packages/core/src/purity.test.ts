@@ -36,7 +36,7 @@ function specifiers(source: string): string[] {
 describe("core purity", () => {
   it("finds the sources", () => {
     const files = Object.keys(sources).sort();
-    for (const file of ["./index.ts", "./store.ts", "./engine.ts", "./memory-store.ts", "./limiter.ts", "./guard.ts", "./headers.ts", "./client-ip.ts"]) {
+    for (const file of ["./index.ts", "./store.ts", "./engine.ts", "./memory-store.ts", "./limiter/index.ts", "./guard.ts", "./headers.ts", "./client-ip.ts"]) {
       expect(files).toContain(file);
     }
     expect(files.some((f) => f.endsWith(".test.ts"))).toBe(false);

@@ -10,7 +10,7 @@ import { toDecision } from "../decision.js";
 import { SluiceConfigError, SluiceInputError, describe, tagged } from "../errors.js";
 import { type HeaderWriter, compileRateLimitHeaders, mergeRateLimitHeaders, partitionKeyOf } from "../headers.js";
 import { storageKey } from "../keys.js";
-import { type LimitOptions, type RateLimiter, limitNow } from "../limiter.js";
+import { type LimitOptions, type RateLimiter, limitNow } from "../limiter/index.js";
 import { addRateLimitHeaders, limitedResponse } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { noteHead } from "./lease.js";

@@ -17,7 +17,7 @@
  * @module
  */
 import { SluiceInputError, describe, tagged } from "../errors.js";
-import type { RateLimiter } from "../limiter.js";
+import type { RateLimiter } from "../limiter/index.js";
 import { addRateLimitHeaders } from "../response.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { OUTCOME_ARGS, createChecker, isPromiseLike, isResponse } from "./check.js";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { RateLimiter } from "../limiter.js";
+import type { RateLimiter } from "../limiter/index.js";
 import type { Decision, MaybePromise } from "../types.js";
 import type { Outcome } from "./platform.js";
 

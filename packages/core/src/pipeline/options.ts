@@ -12,7 +12,7 @@ import type { ClientIpTrust, UNKNOWN_CLIENT_KEY } from "../client-ip.js";
 import type { DenyCacheOption } from "../deny-cache.js";
 import type { ReserveOption } from "../reservations.js";
 import type { HeadersOption, PartitionKeyOption } from "../headers.js";
-import type { LimiterMode, RateLimiter, StoreErrorMode } from "../limiter.js";
+import type { LimiterMode, RateLimiter, StoreErrorMode } from "../limiter/index.js";
 import type { Decision, MaybePromise, Store } from "../types.js";
 
 /**

@@ -11,7 +11,7 @@ import { resolveReserve } from "../reservations.js";
 import { SluiceConfigError, describe, tagged } from "../errors.js";
 import type { HeaderWriter } from "../headers.js";
 import { assertKey, validatePolicies } from "../keys.js";
-import { type LimiterMode, RateLimiter } from "../limiter.js";
+import { type LimiterMode, RateLimiter } from "../limiter/index.js";
 import { MemoryStore } from "../memory-store.js";
 import type { MaybePromise, Store } from "../types.js";
 import { requireFunction } from "./assert.js";

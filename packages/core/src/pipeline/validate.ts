@@ -8,7 +8,7 @@
 import { UNKNOWN_CLIENT_KEY, clientIp, validateClientIpOptions } from "../client-ip.js";
 import { SluiceConfigError, describe, nestOptionError } from "../errors.js";
 import { type HeaderStyle, resolveHeaderStyles, resolvePartitionKey } from "../headers.js";
-import { RateLimiter } from "../limiter.js";
+import { RateLimiter } from "../limiter/index.js";
 import type { Decision, MaybePromise } from "../types.js";
 import { requireFunction } from "./assert.js";
 import type { CallbackName, DecisionInfo, PipelineCommonOptions, PipelineOptions, PipelineTieredOptions } from "./options.js";

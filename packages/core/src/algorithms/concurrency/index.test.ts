@@ -4,7 +4,7 @@ import { concurrency, fixedWindow, isPolicy, tokenBucket } from "../index.js";
 import { concurrencyAlgorithm } from "./index.js";
 import { SluiceConfigError, SluiceInputError, SluiceStoreError } from "../../errors.js";
 import { compileRateLimitHeaders, ietfPolicyHeader, setRateLimitHeaders } from "../../headers.js";
-import { RateLimiter } from "../../limiter.js";
+import { RateLimiter } from "../../limiter/index.js";
 import { MemoryStore } from "../../memory-store.js";
 import { type StoredState, decideState, peekState, refundState, releaseState } from "../../store.js";
 import type { BoundStore, Store, StoreNamespace } from "../../types.js";
