@@ -1,8 +1,8 @@
 /**
  * What a limiter holds besides its public fields, in one object every concern module takes as its
- * first argument (`limitNow(core, key, options)`): the bound store, the deny cache, the fallback, the
- * reservations. `RateLimiter` keeps it in its one private field, so none of it is reachable from
- * outside core. `setup.ts` builds it; nothing here imports a concern module.
+ * first argument (`limitNow(core, key, options)`): the bound store, the deny cache, the fallback,
+ * the reservations. `RateLimiter` keeps it in its one private field: only its methods and the
+ * pipeline's `limitNow` reach it. `setup.ts` builds it; nothing here imports a concern module.
  *
  * @module
  */
