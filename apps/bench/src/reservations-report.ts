@@ -120,7 +120,7 @@ export function methodLines(report: ReservationsReport): string[] {
     "**A cold key**: `reserve` on and off over the same kind of store, interleaved round by round; the figure is CPU time per",
     "decision (this process's, plus redis-server's on Redis, read around every slice), which other work on a busy machine",
     "moves less than decisions per second (beside it, for information), on keys that never turn hot: 100,000 in a fixed shuffled order, more than the 10,000 a limiter tracks, so",
-    "each is forgotten before it returns (every decision tracks a key and forgets one); on Redis also 20,000 keys, every one",
+    "each is forgotten before it returns (every decision tracks a key and forgets one); on Redis also 60,000 keys, every one",
     "tracked, each seen fewer than the 4 times a second that make a key hot. Over a `MemoryStore` the option is a no-op (the",
     "limiter makes no reservations: the same code runs, so the memory section's figures stand as they are); behind a",
     "wrapper the bookkeeping shows where a decision costs least.",

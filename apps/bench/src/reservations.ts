@@ -102,7 +102,7 @@ export const TARGETS = {
 
 /** Where the cold-key pairs ran. */
 export const COLD_WRAPPED = "MemoryStore behind a wrapper, 100,000 keys forgotten in turn";
-export const COLD_REDIS = "RedisStore, 20,000 keys tracked (ioredis, 50 in flight)";
+export const COLD_REDIS = "RedisStore, 60,000 keys tracked (ioredis, 50 in flight)";
 export const COLD_REDIS_EVICTING = "RedisStore, 100,000 keys forgotten in turn (ioredis, 50 in flight)";
 
 /** One cold-key pair: its two rows and the cost of `reserve` on, as CPU time per decision on ÷ off. */
