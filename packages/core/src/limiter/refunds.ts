@@ -31,19 +31,7 @@ export async function refund(core: LimiterCore, key: string, options: RefundOpti
   if (foreign !== undefined) throw new SluiceInputError(foreign, { option: "decision" });
   const source = StoreDecision.sourceOf(decision);
   if (source !== undefined) return refundReserved(core, key, decision, source, cost);
-  return StoreDecision.serially(decision, async () => {
-    const { units, charge } = StoreDecision.refundable(decision, cost ?? Number.MAX_SAFE_INTEGER, core.policies);
-    if (units === 0) return core.host.peek(key);
-    try {
-      const refunded = await storeRefund(core, key, units, charge);
-      StoreDecision.refunded(decision, units);
-      return refunded;
-    } catch (error) {
-      // the store may have applied it (a timeout, a malformed reply): never refunded twice
-      if (!certainlyNotApplied(error)) StoreDecision.refunded(decision, units);
-      throw error;
-    }
-  });
+  return refundCharge(core, key, decision, cost ?? Number.MAX_SAFE_INTEGER);
 }
 
 /**
@@ -75,6 +63,7 @@ export function refundCharge(core: LimiterCore, key: string, charge: Decision, u
       StoreDecision.refunded(charge, refundable);
       return refunded;
     } catch (error) {
+      // the store may have applied it (a timeout, a malformed reply): never refunded twice
       if (!certainlyNotApplied(error)) StoreDecision.refunded(charge, refundable);
       throw error;
     }
