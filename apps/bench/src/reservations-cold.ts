@@ -3,22 +3,25 @@
  * on beside the same limiter with it off, over the same kind of store, interleaved round by round
  * (`lib/harness.ts`), in memory and on Redis. Each child-process entry measures one pair.
  *
- * Cold by construction, whatever the machine's speed: 100,000 keys visited in a fixed shuffled
- * order, more than the 10,000 keys whose rate reservations track (`maxKeys`), so every key has
- * been forgotten before it comes back and never reaches the 4 requests a key needs to be believed
- * hot. That is the cold path at its dearest: every decision tracks a new key and forgets the
- * oldest. On Redis also the cold path without eviction (see {@link TRACKED_KEYS}). Every measured
- * decision must be allowed by the store, never from a reservation (else the run stops).
+ * Cold by construction, whatever the machine's speed: every key is seen fewer than the 4 times
+ * within `maxAgeMs` a key needs to be believed hot, so every measured decision takes the cold path:
+ * the key counted in the reservations' fixed table of cold keys (`cold-keys.ts` of the core), no
+ * object tracked for it. Every measured decision must be allowed by the store, never from a
+ * reservation (else the run stops).
  *
  * In memory the store is a `MemoryStore` behind a plain wrapper: a limiter never reserves over a
  * `MemoryStore` itself (it makes no reservations object: with `reserve` on, its decisions run the
  * very code they run with it off, so a pair there would measure nothing but noise), and the
  * wrapper makes the limiter keep its books as it would over any other store, where a decision
- * costs least and their cost shows most.
+ * costs least and their cost shows most. Decisions there come so fast (a million a second) that
+ * {@link COLD_KEYS} keys would each come back several times a second: both stores' clocks (the
+ * `MemoryStore` option, an epoch-ms clock like its default) run {@link MEMORY_CLOCK_SPEEDUP} times
+ * faster than real time, so that each key is seen once every few seconds of the store's time, the
+ * clock a key not tracked is counted on. On Redis real time serves: see {@link TRACKED_KEYS}.
  *
  * @module
  */
-import { type Decision, MemoryStore, RateLimiter, type Store, tokenBucket } from "@sluice/core";
+import { type Decision, MemoryStore, RateLimiter, type ReserveOption, type Store, tokenBucket } from "@sluice/core";
 import { RedisStore } from "@sluice/redis";
 import IORedis from "ioredis";
 import { type Contender, type RunPhase, type ThroughputOptions, type ThroughputResult, buildKeys, measureThroughput, shuffled } from "./lib/harness.js";
@@ -28,18 +31,20 @@ export const RESERVE_ON = "reserve on";
 
 /** A quota no run comes near. */
 const NEVER = 1_000_000_000;
-/** Cold keys in memory: more than reservations track by default, so each is forgotten before it comes back. */
+/** Cold keys: in memory, and on Redis with the default `maxKeys`. */
 export const COLD_KEYS = 100_000;
+/** How much faster than real time the stores' clocks run in memory (see the module notes). */
+export const MEMORY_CLOCK_SPEEDUP = 100;
 
 /**
  * On Redis, keys each seen about once a second (under the 4 a key needs within `maxAgeMs` to be
- * hot) while the limiter tracks every one (`maxKeys` as many): the cold path without eviction.
- * Decisions must then stay under 4 a second per key, 240,000 a second in all (more and the run
- * stops): several times what one Node process gets from a local redis-server.
+ * hot), with `maxKeys` as many (so a table of cold keys of 65,536 slots, its largest). Decisions
+ * must then stay under 4 a second per key, 240,000 a second in all (more and the run stops):
+ * several times what one Node process gets from a local redis-server.
  */
 export const TRACKED_KEYS = 60_000;
 
-function limiterOver(store: Store, reserve: boolean | { maxKeys: number }): RateLimiter {
+function limiterOver(store: Store, reserve: ReserveOption): RateLimiter {
   return new RateLimiter({ store, limits: tokenBucket({ capacity: NEVER, refillRate: NEVER }), prefix: "cold", onStoreError: "deny", reserve });
 }
 
@@ -50,9 +55,12 @@ function counted(d: Decision): number {
   return 1;
 }
 
-/** A `MemoryStore` that is not one to the limiter (see the module notes). */
+/** A `MemoryStore` that is not one to the limiter, its clock sped up (see the module notes). */
 function wrappedMemory(): Store {
-  const store = new MemoryStore({ maxKeys: COLD_KEYS * 2 });
+  const start = Date.now();
+  const perf = performance;
+  const origin = perf.now();
+  const store = new MemoryStore({ maxKeys: COLD_KEYS * 2, clock: () => start + (perf.now() - origin) * MEMORY_CLOCK_SPEEDUP });
   return { bind: (namespace) => store.bind(namespace) };
 }
 
@@ -127,7 +135,7 @@ function sequentialPair(off: RateLimiter, on: RateLimiter, keys: readonly string
   ];
 }
 
-/** Child-process entry: the pair over a `MemoryStore` behind a plain wrapper, one decision at a time. */
+/** Child-process entry: the pair over a `MemoryStore` behind a plain wrapper, one decision at a time, the stores' clocks sped up. */
 export async function measureColdMemory(options: ThroughputOptions): Promise<ColdMeasurement> {
   const keys = shuffled(buildKeys(COLD_KEYS));
   const pair = sequentialPair(limiterOver(wrappedMemory(), false), limiterOver(wrappedMemory(), true), keys);
@@ -163,8 +171,8 @@ async function inFlightRun(limiter: RateLimiter, keys: readonly string[], ops: n
 /**
  * Child-process entry: the pair over `RedisStore` (ioredis, auto-pipelining off, a connection
  * each) on the redis-server at `url`, `inFlight` callers each, like the Redis section: over
- * {@link TRACKED_KEYS} keys, every one tracked (`tracked: true`), or {@link COLD_KEYS}, each
- * forgotten before it comes back.
+ * {@link TRACKED_KEYS} keys with `maxKeys` as many (`tracked: true`), or {@link COLD_KEYS} with
+ * the default `maxKeys`.
  */
 export async function measureColdRedis(url: string, inFlight: number, tracked: boolean, options: ThroughputOptions): Promise<ColdMeasurement> {
   const keys = shuffled(buildKeys(tracked ? TRACKED_KEYS : COLD_KEYS), tracked ? 0x7ac4 : 0x5eed).map((k) => (tracked ? `t-${k}` : k));

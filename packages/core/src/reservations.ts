@@ -23,6 +23,11 @@
  * - **No waiting at a steady rate.** The next reservation is asked for before the units in hand run
  *   out (when they would last less than three round trips), in the background: the promise is the
  *   decision's `pending`, for `waitUntil`.
+ * - **Cold keys pay (almost) nothing.** A key is tracked as an object only once its rate is
+ *   believed (`MIN_HITS` requests within `maxAgeMs`); until then it is a slot of a fixed table of
+ *   numbers (`cold-keys.ts`), counted when the store answers, on the store's clock (the decision's
+ *   `now`): no allocation, no clock read, no lookup into a map of every key seen. The tracked keys'
+ *   map holds hot keys only, so cold keys never push a hot key out of it.
  * - **Headers.** A decision made from a reservation (`reserved: true`) reports what this instance
  *   knows: each policy's `remaining` is the store's at the reservation plus the units this instance
  *   still holds; its times are the store's, moved on by the time elapsed. It is always an allowed
@@ -31,6 +36,7 @@
  * @module
  */
 import { type Policy, algorithmOf } from "./algorithms/index.js";
+import { ColdKeys, type Warmed, coldSlots } from "./cold-keys.js";
 import { StoreDecision, decisionOf, toDecision } from "./decision.js";
 import { denyCacheMarginMs, monotonicClock } from "./deny-cache.js";
 import { SluiceConfigError, describe } from "./errors.js";
@@ -189,7 +195,10 @@ class Book {
 
 /** The reservations of one limiter (a tier's limiter has its own). */
 export class Reservations {
+  /** The keys tracked: those whose rate was believed (the others are counted in {@link Reservations.#cold}). */
   readonly #books = new Map<string, Book>();
+  /** The keys seen but not believed hot yet, without an object each (made at the first). */
+  #cold: ColdKeys | undefined;
   /** The books in the order they were tracked, from the oldest still kept (see #track). */
   #oldest: MapIterator<[string, Book]> | undefined;
   readonly #options: Required<ReserveOptions>;
@@ -218,17 +227,14 @@ export class Reservations {
 
   /**
    * A decision for `key` at `cost` made from units this instance holds, or `undefined` (the store
-   * decides). Counts the request toward the key's rate either way, ends reservations that are
-   * over, and asks for the next one ahead of need.
+   * decides). For a tracked key: counts the request toward its rate either way, ends reservations
+   * that are over, and asks for the next one ahead of need. A key not tracked is counted when the
+   * store has answered ({@link Reservations.observe}): here it costs one lookup, not even a clock read.
    */
   take(key: string, cost: number): Decision | undefined {
+    const book = this.#books.get(key);
+    if (book === undefined) return undefined;
     const now = this.#clock();
-    let book = this.#books.get(key);
-    if (book === undefined) {
-      book = this.#track(key, now);
-      book.hits = 1;
-      return undefined;
-    }
     this.#count(book, now);
     const pending = book.held.length === 0 ? undefined : this.#retire(key, book, now);
     let source: Held | undefined;
@@ -255,16 +261,22 @@ export class Reservations {
   }
 
   /**
-   * After a decision the store made for `key` (the request was counted by {@link take}): what the
-   * store says is left, and a reservation asked for when the key is hot enough. Answers the
-   * background work started, or `undefined`.
+   * After a decision the store made for `key`: what the store says is left, and a reservation
+   * asked for when the key is hot enough. A key not tracked is counted here, in the table of cold
+   * keys on the store's clock (the decision's `now`), and tracked from the answer that makes its
+   * rate believed (a tracked key's request was counted by {@link take}). Answers the background
+   * work started, or `undefined`.
    */
   observe(key: string, decision: Decision): Promise<void> | undefined {
-    const book = this.#books.get(key);
-    if (book === undefined) return undefined;
-    if (book.rate === 0 && book.work === undefined) {
-      // a cold key: nothing to ask for, so nothing read. What the store says is left is read
-      // afresh once the key is hot (a stale figure could size a reservation past its share)
+    let book = this.#books.get(key);
+    if (book === undefined) {
+      // nothing allocated and no clock read until the key turns hot
+      const cold = (this.#cold ??= new ColdKeys(coldSlots(this.#options.maxKeys), this.#options.maxAgeMs, MIN_HITS));
+      if (!cold.count(key, decision.now)) return undefined;
+      book = this.#warmed(key, cold.warmed, decision.now);
+    } else if (book.rate === 0 && book.work === undefined) {
+      // a tracked key gone cold: nothing to ask for, so nothing read. What the store says is left
+      // is read afresh once the key is hot (a stale figure could size a reservation past its share)
       book.storeRemaining = -1;
       return undefined;
     }
@@ -320,6 +332,14 @@ export class Reservations {
       }
     }
     return undefined;
+  }
+
+  /** Tracks a key that just turned hot in the cold table, its window moved from the store's clock (`storeNow`) to this one. */
+  #warmed(key: string, warmed: Warmed, storeNow: number): Book {
+    const book = this.#track(key, this.#clock() - (storeNow - warmed.since));
+    book.hits = warmed.hits;
+    book.rate = warmed.rate;
+    return book;
   }
 
   #track(key: string, now: number): Book {
