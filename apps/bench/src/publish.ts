@@ -154,8 +154,8 @@ export function figures(run: BenchRun): Figure[] {
     }
   }
   if (run.reservations !== undefined) {
-    // a cold key's CPU time per decision, reserve on ÷ off: the one figure of the section that is a ratio of rounds
-    for (const r of run.reservations.cold) out.push(fig("reservations", `cold key, ${r.store}`, "reserve on", "reserve off (CPU per decision)", r.cost, false, r.target));
+    // a cold key's time per decision, reserve on ÷ off: the one figure of the section that is a ratio of rounds
+    for (const r of run.reservations.cold) out.push(fig("reservations", `cold key, ${r.store}`, "reserve on", "reserve off (time per decision)", r.cost, false, r.target));
   }
   return out;
 }

@@ -17,7 +17,7 @@
  * {@link COLD_KEYS} keys would each come back several times a second: both stores' clocks (the
  * `MemoryStore` option, an epoch-ms clock like its default) run {@link MEMORY_CLOCK_SPEEDUP} times
  * faster than real time, so that each key is seen once every few seconds of the store's time, the
- * clock a key not tracked is counted on. On Redis real time serves: see {@link TRACKED_KEYS}.
+ * clock a key not tracked is counted on. On Redis real time serves: see {@link REDIS_KEYS}.
  *
  * @module
  */
@@ -31,18 +31,17 @@ export const RESERVE_ON = "reserve on";
 
 /** A quota no run comes near. */
 const NEVER = 1_000_000_000;
-/** Cold keys: in memory, and on Redis with the default `maxKeys`. */
+/** Cold keys in memory. */
 export const COLD_KEYS = 100_000;
 /** How much faster than real time the stores' clocks run in memory (see the module notes). */
 export const MEMORY_CLOCK_SPEEDUP = 100;
 
 /**
  * On Redis, keys each seen about once a second (under the 4 a key needs within `maxAgeMs` to be
- * hot), with `maxKeys` as many (so a table of cold keys of 65,536 slots, its largest). Decisions
- * must then stay under 4 a second per key, 240,000 a second in all (more and the run stops):
- * several times what one Node process gets from a local redis-server.
+ * hot): decisions must stay under 4 a second per key, 240,000 a second in all (more and the run
+ * stops), several times what one Node process gets from a local redis-server.
  */
-export const TRACKED_KEYS = 60_000;
+export const REDIS_KEYS = 60_000;
 
 function limiterOver(store: Store, reserve: ReserveOption): RateLimiter {
   return new RateLimiter({ store, limits: tokenBucket({ capacity: NEVER, refillRate: NEVER }), prefix: "cold", onStoreError: "deny", reserve });
@@ -170,12 +169,11 @@ async function inFlightRun(limiter: RateLimiter, keys: readonly string[], ops: n
 
 /**
  * Child-process entry: the pair over `RedisStore` (ioredis, auto-pipelining off, a connection
- * each) on the redis-server at `url`, `inFlight` callers each, like the Redis section: over
- * {@link TRACKED_KEYS} keys with `maxKeys` as many (`tracked: true`), or {@link COLD_KEYS} with
- * the default `maxKeys`.
+ * each) on the redis-server at `url`, `inFlight` callers each, like the Redis section, over
+ * {@link REDIS_KEYS} keys, `reserve: true` against none.
  */
-export async function measureColdRedis(url: string, inFlight: number, tracked: boolean, options: ThroughputOptions): Promise<ColdMeasurement> {
-  const keys = shuffled(buildKeys(tracked ? TRACKED_KEYS : COLD_KEYS), tracked ? 0x7ac4 : 0x5eed).map((k) => (tracked ? `t-${k}` : k));
+export async function measureColdRedis(url: string, inFlight: number, options: ThroughputOptions): Promise<ColdMeasurement> {
+  const keys = shuffled(buildKeys(REDIS_KEYS), 0x7ac4);
   const clients = [new IORedis(url, { enableAutoPipelining: false }), new IORedis(url, { enableAutoPipelining: false })];
   const admin = new IORedis(url);
   // redis-server's CPU seconds (user + system) from its own INFO
@@ -184,7 +182,7 @@ export async function measureColdRedis(url: string, inFlight: number, tracked: b
     return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
   };
   try {
-    const [off, on] = clients.map((c, k) => limiterOver(new RedisStore(c), k === 0 ? false : tracked ? { maxKeys: TRACKED_KEYS } : true));
+    const [off, on] = clients.map((c, k) => limiterOver(new RedisStore(c), k === 1));
     const offCursor = { i: 0 };
     const onCursor = { i: 0 };
     const contenders: Contender[] = [

@@ -269,7 +269,10 @@ export async function measureStoreCalls(url: string, specs: readonly LimitSpec[]
       const sim = new Sim(load.startMs, load.latencyMs);
       const clients = Array.from({ length: load.instances }, () => new IORedis(url));
       await Promise.all(clients.map((c) => c.ping()));
-      const limiters = simLimiters(clients.map((c) => createTestRedisStore(c, { clock: sim.store })), spec, `calls-io-${i}`, sim, true);
+      // a prefix of its own per latency too: the runs share one redis-server and one simulated
+      // start, and a bucket left by the run before (its key lives on for its TTL in real time)
+      // would start this one drained
+      const limiters = simLimiters(clients.map((c) => createTestRedisStore(c, { clock: sim.store })), spec, `calls-io-${load.latencyMs}-${i}`, sim, true);
       await admin.config("RESETSTAT");
       const tally = await drive(limiters, "hot", ratePerS(spec), load.durationMs, sim);
       const calls = scriptCalls(await admin.info("commandstats"));
@@ -282,7 +285,7 @@ export async function measureStoreCalls(url: string, specs: readonly LimitSpec[]
       const stores = Array.from({ length: load.instances }, () =>
         createTestUpstashStore(new UpstashRedis({ url: bridge.url, token: bridge.token, retry: false }), { clock: sim.store }),
       );
-      const limiters = simLimiters(stores, spec, `calls-up-${i}`, sim, true);
+      const limiters = simLimiters(stores, spec, `calls-up-${load.latencyMs}-${i}`, sim, true);
       bridge.resetCounts();
       const tally = await drive(limiters, "hot", ratePerS(spec), load.durationMs, sim);
       const { total, commands } = bridge.counts;

@@ -36,7 +36,7 @@
  * @module
  */
 import { type Policy, algorithmOf } from "./algorithms/index.js";
-import { ColdKeys, type Warmed, coldSlots } from "./cold-keys.js";
+import { COLD_SLOTS, ColdKeys } from "./cold-keys.js";
 import { StoreDecision, decisionOf, toDecision } from "./decision.js";
 import { denyCacheMarginMs, monotonicClock } from "./deny-cache.js";
 import { SluiceConfigError, describe } from "./errors.js";
@@ -271,9 +271,10 @@ export class Reservations {
     let book = this.#books.get(key);
     if (book === undefined) {
       // nothing allocated and no clock read until the key turns hot
-      const cold = (this.#cold ??= new ColdKeys(coldSlots(this.#options.maxKeys), this.#options.maxAgeMs, MIN_HITS));
-      if (!cold.count(key, decision.now)) return undefined;
-      book = this.#warmed(key, cold.warmed, decision.now);
+      const cold = (this.#cold ??= new ColdKeys(COLD_SLOTS, this.#options.maxAgeMs, MIN_HITS));
+      const rate = cold.count(key, decision.now);
+      if (rate === 0) return undefined;
+      book = this.#warmed(key, rate);
     } else if (book.rate === 0 && book.work === undefined) {
       // a tracked key gone cold: nothing to ask for, so nothing read. What the store says is left
       // is read afresh once the key is hot (a stale figure could size a reservation past its share)
@@ -334,11 +335,15 @@ export class Reservations {
     return undefined;
   }
 
-  /** Tracks a key that just turned hot in the cold table, its window moved from the store's clock (`storeNow`) to this one. */
-  #warmed(key: string, warmed: Warmed, storeNow: number): Book {
-    const book = this.#track(key, this.#clock() - (storeNow - warmed.since));
-    book.hits = warmed.hits;
-    book.rate = warmed.rate;
+  /**
+   * Tracks a key that just turned hot in the cold table, at the rate the table measured. Its own
+   * count starts now: the requests sent since the one that turned it hot (on their way to the
+   * store, a round trip's worth) were counted nowhere, and a window that began before them would
+   * read the rate that low until it ends.
+   */
+  #warmed(key: string, rate: number): Book {
+    const book = this.#track(key, this.#clock());
+    book.rate = rate;
     return book;
   }
 
