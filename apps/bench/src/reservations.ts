@@ -84,7 +84,7 @@ export const DEFAULT_RESERVATIONS_OPTIONS: ReservationsBenchOptions = {
     passes: 2,
   },
   coldMemory: { rounds: 7, warmupMs: 120, targetRoundMs: 80, slices: 5, roundFigure: "median", stableAgainst: [RESERVE_OFF], maxRounds: 20, budgetMs: 2500 },
-  coldRedis: { rounds: 15, warmupMs: 400, targetRoundMs: 250, slices: 4, roundFigure: "median", stableAgainst: [RESERVE_OFF], maxRounds: 40, budgetMs: 10_000, inFlight: 50 },
+  coldRedis: { rounds: 11, warmupMs: 500, targetRoundMs: 1000, slices: 8, roundFigure: "median", stableAgainst: [RESERVE_OFF], maxRounds: 30, budgetMs: 30_000, inFlight: 50 },
 };
 
 /** Targets from the issue. */

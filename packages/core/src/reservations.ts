@@ -66,8 +66,9 @@ export interface ReserveOptions {
    */
   maxUnits?: number;
   /**
-   * The most keys whose rate and reservations are tracked; the oldest is forgotten first (its
-   * unused units given back).
+   * The most hot keys whose rate and reservations are tracked; the oldest is forgotten first (its
+   * unused units given back). A key not yet hot is counted in a fixed table of 4,096 slots instead
+   * (no object per key), so cold keys never push a hot one out.
    * @default 10_000
    */
   maxKeys?: number;
