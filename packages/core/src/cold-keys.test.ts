@@ -64,6 +64,12 @@ describe("ColdKeys", () => {
     expect([0.9, 1.2, 2, 3.7].map((t) => table.count("c", t))).toEqual([0, 0, 0, 4 / 3]);
   });
 
+  it("counts afresh when the clock goes back (a store failing over), never reading a rate from it", () => {
+    const table = new ColdKeys(1024, MAX_AGE_MS, MIN_HITS);
+    expect([5000, 5001, 5002, 4000, 4001, 4002].map((t) => table.count("f", t))).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(table.count("f", 4003)).toBe(4 / 3);
+  });
+
   it("reads an elapsed time across the 32-bit wrap of its clock", () => {
     const table = new ColdKeys(1024, MAX_AGE_MS, MIN_HITS);
     const start = 2 ** 32 - 2;

@@ -88,14 +88,15 @@ export class ColdKeys {
     const tag = (b | 1) << HITS_BITS;
     const ms = Math.floor(now) | 0;
     const word = cells[at] as number;
-    if ((word & ~HITS_MASK) !== tag) {
-      // a key not counted here (or pushed out by another): its first request
+    const elapsed = (ms - (cells[at + 1] as number)) | 0;
+    if ((word & ~HITS_MASK) !== tag || elapsed < 0) {
+      // a key not counted here (or pushed out by another), or a store clock that went back (a
+      // failover): counted from this request, as a key first seen
       cells[at] = tag | 1;
       cells[at + 1] = ms;
       return 0;
     }
     const hits = (word & HITS_MASK) + 1;
-    const elapsed = (ms - (cells[at + 1] as number)) | 0;
     let rate: number;
     if (elapsed >= this.#maxAgeMs) {
       if (hits < this.#minHits) {
