@@ -64,6 +64,29 @@ describe("ColdKeys", () => {
     expect([0.9, 1.2, 2, 3.7].map((t) => table.count("c", t))).toEqual([0, 0, 0, 4 / 3]);
   });
 
+  it("tells long keys apart by their ends and by characters spread between (a decision reads at most 128 of a key's characters)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 129, max: 4096 }), fc.nat(), fc.constantFrom("start", "end", "length"), (length, seed, where) => {
+        // two keys of random letters, the same but for one character near an end, or one character more
+        let s = seed;
+        const chars = Array.from({ length }, () => {
+          s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+          return String.fromCharCode(97 + (s % 26));
+        });
+        const key = chars.join("");
+        const at = where === "start" ? s % 32 : length - 1 - (s % 32);
+        const other = where === "length" ? `${key}x` : key.slice(0, at) + (key[at] === "a" ? "b" : "a") + key.slice(at + 1);
+        const table = new ColdKeys(1024, MAX_AGE_MS, MIN_HITS);
+        // three of one within a window, then the other: counted as one key, that would be the fourth
+        expect([key, key, key, other].map((k, i) => table.count(k, i))).toEqual([0, 0, 0, 0]);
+        // and the long key alone is counted as any other
+        const alone = new ColdKeys(1024, MAX_AGE_MS, MIN_HITS);
+        expect([key, key, key, key].map((k, i) => alone.count(k, i))).toEqual([0, 0, 0, 4 / 3]);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
   it("counts afresh when the clock goes back (a store failing over), never reading a rate from it", () => {
     const table = new ColdKeys(1024, MAX_AGE_MS, MIN_HITS);
     expect([5000, 5001, 5002, 4000, 4001, 4002].map((t) => table.count("f", t))).toEqual([0, 0, 0, 0, 0, 0]);
