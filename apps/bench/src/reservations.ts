@@ -149,7 +149,7 @@ async function redisVersion(url: string): Promise<string> {
 }
 
 /** The cold-key pairs, each in its own child process. */
-export async function measureCold(url: string, options: ReservationsBenchOptions): Promise<ColdRow[]> {
+async function measureCold(url: string, options: ReservationsBenchOptions): Promise<ColdRow[]> {
   const pairs: [string, string, unknown[]][] = [
     [COLD_WRAPPED, "measureColdMemory", [options.coldMemory]],
     [COLD_REDIS, "measureColdRedis", [url, options.coldRedis.inFlight, options.coldRedis]],
