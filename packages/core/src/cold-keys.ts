@@ -5,15 +5,15 @@
  * `reserve` on must not make them dearer. Tracking each one as an object in a map of `maxKeys`
  * costs an allocation per new key, a lookup into a map too large for the CPU's caches, and a second
  * lookup once the store has answered. Here a cold key is one slot of a fixed table of typed-array
- * numbers instead, chosen by a hash of the key: the slot keeps a fingerprint of the key (a second,
- * independent hash), the start of its counting window and the requests seen in it, exactly as a
- * tracked key's rate is counted. The key is tracked as an object only on the request that makes
- * its rate believed; until then it allocates nothing.
+ * numbers instead, chosen by a hash of the key: the slot keeps a fingerprint of the key (29 bits
+ * of a second, independent hash), the start of its counting window and the requests seen in it,
+ * counted as a tracked key's rate is. The key is tracked as an object only from the count that
+ * makes its rate believed; until then it allocates nothing.
  *
  * Two keys on one slot take it in turn (the newer resets the count), so the table can only
  * undercount a key: a hot key shares its slot with a cold one now and then and still turns hot
- * within a few requests, and no cold key is ever taken for hot (short of two keys agreeing in both
- * 32-bit hashes, and then the key tracked measures its own rate from there).
+ * within a few requests, and no cold key is ever taken for hot (short of two keys agreeing in slot
+ * and fingerprint, and then the key tracked measures its own rate from there).
  *
  * @module
  */
@@ -33,7 +33,7 @@ export const COLD_SLOTS = 1 << 12;
 
 /**
  * A slot is two 32-bit integers: the key's fingerprint (29 bits of a second hash) with its hits in
- * the window (3 bits: at most {@link MAX_HITS}; 0 with fingerprint 0 is an empty slot), and its
+ * the window (3 bits: at most 7; 0 with fingerprint 0 is an empty slot), and its
  * window's start (store ms, wrapping every 2^32 ms: an elapsed time is exact up to 24 days, and a
  * slot left that long reads as a new window or, at worst, a younger one).
  */
@@ -44,8 +44,6 @@ const HITS_MASK = (1 << HITS_BITS) - 1;
 const WHOLE = 128;
 const EDGE = 32;
 const SAMPLES = 64;
-/** The most `minHits` a table counts to. */
-export const MAX_HITS = HITS_MASK;
 
 /** A table of cold keys' counts (see the module notes). */
 export class ColdKeys {
@@ -57,7 +55,7 @@ export class ColdKeys {
   /**
    * @param slots a power of two ({@link COLD_SLOTS} but in tests)
    * @param maxAgeMs the length of a counting window (ms)
-   * @param minHits the fewest requests before a key's rate is believed (at most {@link MAX_HITS})
+   * @param minHits the fewest requests before a key's rate is believed (at most 7)
    */
   constructor(slots: number, maxAgeMs: number, minHits: number) {
     this.#cells = new Int32Array(slots * WIDTH);
